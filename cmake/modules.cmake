@@ -1,0 +1,30 @@
+# One static library per source folder: steptp_add_module(NAME DIR DEPS ...)
+# Sources are globbed so adding a file to a module needs no edit here.
+function(steptp_add_module name dir)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/${dir}/*.cc")
+  if(NOT srcs)
+    return()
+  endif()
+  add_library(steptp_${name} STATIC ${srcs})
+  target_include_directories(steptp_${name} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(steptp_${name} PUBLIC ${M_DEPS})
+  target_compile_options(steptp_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+endfunction()
+
+# One GoogleTest executable per tests/ folder: steptp_add_tests(NAME DIR DEPS ...)
+function(steptp_add_tests name dir)
+  cmake_parse_arguments(T "" "" "DEPS;LABELS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/tests/${dir}/*_test.cc")
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${name}_tests ${srcs})
+  target_link_libraries(${name}_tests PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name}_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(${name}_tests PRIVATE
+    STEPTP_SHARED_DIR="${STEPTP_SHARED_DIR}"
+    STEPTP_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    STEPTP_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(${name}_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${name};${T_LABELS}")
+endfunction()

@@ -1,0 +1,113 @@
+// print(parse(x)) == x, byte for byte, for every public-translator program we have.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "leir/parser.h"
+#include "leir/printer.h"
+#include "leir/program_io.h"
+
+namespace fs = std::filesystem;
+using namespace steptp::leir;
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> corpus_bodies() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const fs::path shared = STEPTP_SHARED_DIR;
+  for (const auto& e : fs::directory_iterator(shared / "examples")) {
+    std::ifstream in(e.path());
+    auto j = nlohmann::json::parse(in);
+    out.emplace_back(e.path().filename().string(), j["leir"].get<std::string>());
+  }
+  std::ifstream t(shared / "corpus" / "public_translator_sample.jsonl");
+  std::string line;
+  while (std::getline(t, line)) {
+    auto j = nlohmann::json::parse(line);
+    out.emplace_back(j["name"].get<std::string>(), j["leir"].get<std::string>());
+  }
+  std::ifstream p(shared / "corpus" / "public_strategy_pairs_sample.jsonl");
+  int k = 0;
+  while (std::getline(p, line)) {
+    auto j = nlohmann::json::parse(line);
+    std::string tag = j["workload"].get<std::string>() + "/" + j["strategy"].get<std::string>() + "#" + std::to_string(k++);
+    out.emplace_back(tag + "/before", j["before_leir"].get<std::string>());
+    out.emplace_back(tag + "/after", j["after_leir"].get<std::string>());
+  }
+  return out;
+}
+
+// The continuation form `]L^{..}` (LEIR.md §2) is accepted but printed in the explicit form.
+bool uses_continuation(const std::string& text) { return text.find("]L^") != std::string::npos ||
+                                                         text.find("]B^") != std::string::npos; }
+
+}  // namespace
+
+TEST(RoundTrip, ContinuationFormPrintsExplicitly) {
+  auto body = parse_body("L^{2}_{a=0}[X^{f64,g}_{a}=1;]L^{3}_{c=0}[Y^{f64,g}_{a,c}=2;]L^{4}_{d=0}[Z^{f64,g}_{a,c,d}=3;];");
+  EXPECT_EQ(print_body(body),
+            "L^{2}_{a=0}[X^{f64,g}_{a}=1;L^{3}_{c=0}[Y^{f64,g}_{a,c}=2;L^{4}_{d=0}[Z^{f64,g}_{a,c,d}=3;];];];");
+  int seen = 0;
+  for (const auto& [name, text] : corpus_bodies()) {
+    if (!uses_continuation(text)) continue;
+    ++seen;
+    std::string once = print_body(parse_body(text, name));
+    EXPECT_EQ(print_body(parse_body(once, name)), once) << name;
+  }
+  EXPECT_GE(seen, 1);
+}
+
+TEST(RoundTrip, EveryPublicProgramPrintsByteIdentically) {
+  auto bodies = corpus_bodies();
+  ASSERT_GE(bodies.size(), 10u + 40u + 350u);
+  int failures = 0;
+  for (const auto& [name, text] : bodies) {
+    if (uses_continuation(text)) continue;
+    std::string printed;
+    try {
+      printed = print_body(parse_body(text, name));
+    } catch (const LeirError& e) {
+      ADD_FAILURE() << e.what();
+      ++failures;
+      continue;
+    }
+    if (printed != text) {
+      ++failures;
+      size_t i = 0;
+      while (i < printed.size() && i < text.size() && printed[i] == text[i]) ++i;
+      ADD_FAILURE() << name << ": differs at byte " << i << "\n  source : " << text.substr(i > 40 ? i - 40 : 0, 120)
+                    << "\n  printed: " << printed.substr(i > 40 ? i - 40 : 0, 120);
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(RoundTrip, PrettyFormParsesBackToTheSameProgram) {
+  for (const auto& [name, text] : corpus_bodies()) {
+    auto body = parse_body(text, name);
+    EXPECT_EQ(print_body(parse_body(print_body_pretty(body), name)), print_body(body)) << name;
+  }
+}
+
+TEST(RoundTrip, ProgramFilesReadInEveryForm) {
+  const fs::path shared = STEPTP_SHARED_DIR;
+  auto progs = read_programs((shared / "corpus" / "public_translator_sample.jsonl").string());
+  ASSERT_EQ(progs.size(), 40u);
+  for (const auto& p : progs) {
+    // JSON form -> text form -> back: same signature and body.
+    auto again = program_from_text(program_to_text(p), p.name + ".leir");
+    EXPECT_EQ(print_body(again.body), print_body(p.body));
+    ASSERT_EQ(again.known.size(), p.known.size());
+    for (size_t i = 0; i < p.known.size(); ++i) {
+      EXPECT_EQ(again.known[i].name, p.known[i].name);
+      EXPECT_EQ(again.known[i].shape, p.known[i].shape);
+      EXPECT_EQ(again.known[i].role, p.known[i].role);
+      EXPECT_EQ(again.known[i].value, p.known[i].value) << p.name << " " << p.known[i].name;
+    }
+    auto j = program_to_json(p);
+    auto back = program_from_json(j);
+    EXPECT_EQ(print_body(back.body), print_body(p.body));
+  }
+}
