@@ -1,0 +1,42 @@
+// The tensor table of a program: every tensor's dtype, scope, role and shape, with the shapes of
+// intermediates inferred from their writes (LEIR.md §3-4). The one place that answers "what is
+// tensor X" for the interpreter, validator, strategies and backends.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "leir/ast.h"
+
+namespace steptp::leir {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F64;
+  Scope scope = Scope::Global;
+  std::vector<int64_t> shape;
+  bool known = false;               // declared in the signature
+  Role role = Role::Output;         // meaningful when known
+  const TensorDecl* decl = nullptr; // when known
+  SourceLoc first_use;              // first occurrence in the body
+
+  int64_t numel() const;
+  bool read_only() const { return known && is_read_only(role); }
+};
+
+struct TensorTable {
+  std::map<std::string, TensorInfo> tensors;  // ordered by name: deterministic iteration
+  std::vector<std::string> order;             // known tensors in declaration order, then
+                                              // intermediates in order of first occurrence
+
+  const TensorInfo* find(const std::string& name) const;
+  const TensorInfo& at(const std::string& name) const;  // throws std::out_of_range
+};
+
+// Builds the table: checks annotation consistency (same dtype/scope at every occurrence, known
+// tensors match their declaration and live in `g`), ranks, and infers intermediate shapes by
+// interval analysis of write subscripts. Throws LeirError (file:line:col) on any violation.
+TensorTable build_tensor_table(const Program& p);
+
+}  // namespace steptp::leir
