@@ -86,8 +86,10 @@ std::string codepoint_utf8(UChar32 c) {
 }
 
 // HF compiles the Split pattern with Oniguruma, whose Unicode `\s` is
-// [\t-\r\x{85}\p{Z}] = the White_Space property. PCRE2's UCP `\s` omits
-// U+0085, so rewrite `\s`/`\S` (also inside classes) to \p{White_Space}.
+// [\t-\r\x{85}\p{Z}] = the White_Space property. PCRE2's UCP `\s` also
+// matches U+180E (MONGOLIAN VOWEL SEPARATOR, format char since Unicode 6.3),
+// which the corpus test caught; so rewrite `\s`/`\S` (also inside classes)
+// to \p{White_Space} / \P{White_Space}.
 std::string translate_pattern(const std::string& pat) {
   std::string out;
   out.reserve(pat.size() + 32);
@@ -232,7 +234,7 @@ void BpeTokenizer::Impl::parse_pre_tokenizer(const json& p) {
   if (bl.value("type", "") != "ByteLevel" || bl.value("add_prefix_space", false) || bl.value("use_regex", true)) {
     fail(fmt::format("unsupported ByteLevel pre-tokenizer {}", bl.dump()));
   }
-  const std::string pat = split["pattern"]["Regex"].get<std::string>(); (void)translate_pattern;
+  const std::string pat = translate_pattern(split["pattern"]["Regex"].get<std::string>());
   int err = 0;
   PCRE2_SIZE err_off = 0;
   re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pat.data()), pat.size(), PCRE2_UTF | PCRE2_UCP, &err, &err_off,
