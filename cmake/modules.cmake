@@ -13,18 +13,31 @@ function(steptp_add_module name dir)
 endfunction()
 
 # One GoogleTest executable per tests/ folder: steptp_add_tests(NAME DIR DEPS ...)
-function(steptp_add_tests name dir)
-  cmake_parse_arguments(T "" "" "DEPS;LABELS" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/tests/${dir}/*_test.cc")
-  if(NOT srcs)
-    return()
-  endif()
-  add_executable(${name}_tests ${srcs})
-  target_link_libraries(${name}_tests PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main)
-  target_include_directories(${name}_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
-  target_compile_definitions(${name}_tests PRIVATE
+# Files named *_heavy_test.cc form a second executable ${name}_heavy_tests labelled "heavy"
+# (excluded from the default test command; run with `ctest -L heavy`).
+function(steptp_add_test_exe exe labels srcs deps)
+  add_executable(${exe} ${srcs})
+  target_link_libraries(${exe} PRIVATE ${deps} GTest::gtest GTest::gtest_main)
+  target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(${exe} PRIVATE
     STEPTP_SHARED_DIR="${STEPTP_SHARED_DIR}"
     STEPTP_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-    STEPTP_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  gtest_discover_tests(${name}_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${name};${T_LABELS}")
+    STEPTP_BINARY_DIR="${CMAKE_BINARY_DIR}"
+    STEPTP_EXE="$<TARGET_FILE:steptp>")
+  add_dependencies(${exe} steptp)
+  gtest_discover_tests(${exe} DISCOVERY_TIMEOUT 120 PROPERTIES LABELS "${labels}")
+endfunction()
+
+function(steptp_add_tests name dir)
+  cmake_parse_arguments(T "" "" "DEPS" ${ARGN})
+  file(GLOB all CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/tests/${dir}/*_test.cc")
+  file(GLOB heavy CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/tests/${dir}/*_heavy_test.cc")
+  set(light ${all})
+  if(heavy)
+    list(REMOVE_ITEM light ${heavy})
+    steptp_add_test_exe(${name}_heavy_tests "${name};heavy" "${heavy}" "${T_DEPS}")
+  endif()
+  if(light)
+    steptp_add_test_exe(${name}_tests "${name}" "${light}" "${T_DEPS}")
+  endif()
 endfunction()
