@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <unordered_map>
 
 namespace steptp::leir {
 
@@ -162,6 +163,12 @@ bool is_loop_kind_name(std::string_view s) {
   return s.size() == 1 && parse_loop_kind(s[0]).has_value();
 }
 
+// Limits that keep every recursive consumer of the AST (this parser, the printer, mutators,
+// destructors) far from stack exhaustion on hostile input; real programs stay far below them
+// (the deepest public program nests expressions ~30 levels).
+constexpr int kMaxNesting = 200;        // parentheses, unary minus, '**', nests, calls, gathers
+constexpr uint32_t kMaxExprDepth = 1000;  // depth of one expression tree (long '+' chains)
+
 class Parser {
  public:
   Parser(std::vector<Token> toks, const std::string& file) : toks_(std::move(toks)), file_(file) {}
@@ -184,6 +191,34 @@ class Parser {
   const Token& peek(size_t k) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
   bool at(Tok k) const { return cur().kind == k; }
   Token take() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
+  // Counts active recursive constructs; throws past kMaxNesting.
+  struct NestingGuard {
+    Parser& p;
+    explicit NestingGuard(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxNesting)
+        throw LeirError(p.file_, p.cur().loc,
+                        fmt::format("nesting deeper than {} levels (parentheses, nests, calls or subscripts); "
+                                    "split the expression or the nest",
+                                    kMaxNesting));
+    }
+    ~NestingGuard() { --p.nesting_; }
+  };
+
+  // Records the depth of a freshly built node (1 + deepest child) and rejects over-deep trees.
+  ExprPtr track(ExprPtr e) {
+    uint32_t d = 0;
+    for (const auto& a : e->args) {
+      auto it = depth_.find(a.get());
+      d = std::max(d, it == depth_.end() ? 1u : it->second);
+    }
+    if (++d > kMaxExprDepth)
+      throw LeirError(file_, e->loc,
+                      fmt::format("expression nests deeper than {} operators; split it into several statements",
+                                  kMaxExprDepth));
+    depth_[e.get()] = d;
+    return e;
+  }
+
   [[noreturn]] void fail(const std::string& expected) const {
     throw LeirError(file_, cur().loc, fmt::format("expected {}, found {}", expected, describe(cur())));
   }
@@ -248,6 +283,7 @@ class Parser {
 
   // loops "[" items "]" then ";" or a continuation nest that runs inside these loops.
   Nest nest() {
+    NestingGuard guard(*this);
     Nest n;
     n.loc = cur().loc;
     while (at_loop_header()) n.loops.push_back(loop());
@@ -305,16 +341,19 @@ class Parser {
       }
       expect(Tok::RBrace, "',' or '}' closing the subscripts");
     }
-    return make_access(std::string(name.text), *dtype, *scope, std::move(idx), name.loc);
+    return track(make_access(std::string(name.text), *dtype, *scope, std::move(idx), name.loc));
   }
 
-  ExprPtr expr() { return or_expr(); }
+  ExprPtr expr() {
+    NestingGuard guard(*this);
+    return or_expr();
+  }
 
   ExprPtr or_expr() {
     ExprPtr l = and_expr();
     while (at(Tok::Pipe)) {
       SourceLoc loc = take().loc;
-      l = make_binary(BinaryOp::Or, l, and_expr(), loc);
+      l = track(make_binary(BinaryOp::Or, l, and_expr(), loc));
     }
     return l;
   }
@@ -323,7 +362,7 @@ class Parser {
     ExprPtr l = cmp_expr();
     while (at(Tok::Amp)) {
       SourceLoc loc = take().loc;
-      l = make_binary(BinaryOp::And, l, cmp_expr(), loc);
+      l = track(make_binary(BinaryOp::And, l, cmp_expr(), loc));
     }
     return l;
   }
@@ -351,14 +390,14 @@ class Parser {
       ops.push_back(*op);
       operands.push_back(add_expr());
     }
-    return make_compare(std::move(operands), std::move(ops), loc);
+    return track(make_compare(std::move(operands), std::move(ops), loc));
   }
 
   ExprPtr add_expr() {
     ExprPtr l = mul_expr();
     while (at(Tok::Plus) || at(Tok::Minus)) {
       Token t = take();
-      l = make_binary(t.kind == Tok::Plus ? BinaryOp::Add : BinaryOp::Sub, l, mul_expr(), t.loc);
+      l = track(make_binary(t.kind == Tok::Plus ? BinaryOp::Add : BinaryOp::Sub, l, mul_expr(), t.loc));
     }
     return l;
   }
@@ -373,14 +412,15 @@ class Parser {
       else if (at(Tok::Percent)) op = BinaryOp::Mod;
       else return l;
       SourceLoc loc = take().loc;
-      l = make_binary(op, l, unary_expr(), loc);
+      l = track(make_binary(op, l, unary_expr(), loc));
     }
   }
 
   ExprPtr unary_expr() {
+    NestingGuard guard(*this);
     if (at(Tok::Minus)) {
       SourceLoc loc = take().loc;
-      return make_neg(unary_expr(), loc);
+      return track(make_neg(unary_expr(), loc));
     }
     if (at(Tok::Plus)) fail("an operand (unary '+' is not LEIR)");
     return pow_expr();
@@ -392,7 +432,7 @@ class Parser {
     ExprPtr base = primary();
     if (!at(Tok::StarStar)) return base;
     SourceLoc loc = take().loc;
-    return make_binary(BinaryOp::Pow, base, unary_expr(), loc);
+    return track(make_binary(BinaryOp::Pow, base, unary_expr(), loc));
   }
 
   ExprPtr primary() {
@@ -402,24 +442,24 @@ class Parser {
         Token n = take();
         std::string text(n.text);
         double v = std::strtod(text.c_str(), nullptr);
-        return make_number(v, text, n.loc);
+        return track(make_number(v, text, n.loc));
       }
       case Tok::LParen: {
         take();
         auto e = std::make_shared<Expr>(*expr());
         expect(Tok::RParen, "')'");
         if (e->parens < 255) ++e->parens;
-        return e;
+        return track(e);
       }
       case Tok::Ident: {
         if (std::isupper(static_cast<unsigned char>(t.text[0]))) return access();
         if (t.text == "inf") {
           Token n = take();
-          return make_number(std::numeric_limits<double>::infinity(), "inf", n.loc);
+          return track(make_number(std::numeric_limits<double>::infinity(), "inf", n.loc));
         }
         if (peek(1).kind == Tok::LParen) return call();
         Token v = take();
-        return make_var(std::string(v.text), v.loc);
+        return track(make_var(std::string(v.text), v.loc));
       }
       default:
         fail("an operand (number, loop variable, tensor access, call or '(')");
@@ -448,12 +488,14 @@ class Parser {
       throw LeirError(file_, name.loc,
                       fmt::format("{} takes {} argument{}, got {}", name.text, arity(*f),
                                   arity(*f) == 1 ? "" : "s", args.size()));
-    return make_call(*f, std::move(args), name.loc);
+    return track(make_call(*f, std::move(args), name.loc));
   }
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
   const std::string& file_;
+  int nesting_ = 0;
+  std::unordered_map<const Expr*, uint32_t> depth_;  // depth of every node built so far
 };
 
 }  // namespace
