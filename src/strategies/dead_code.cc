@@ -1,0 +1,134 @@
+// 7 dead_code_elimination and 8 expression_reorder (STRATEGIES.md).
+//
+// Liveness is computed on tensors: outputs are live; a statement writing a live tensor makes
+// every tensor it reads live; repeat to a fixpoint (this also covers values carried around a
+// loop by later statements). A statement writing a tensor that never becomes live cannot
+// influence any output and is dead.
+#include <fmt/format.h>
+
+#include "strategies/dataflow_util.h"
+
+namespace steptp::strategies {
+namespace {
+
+using namespace dataflow;
+using leir::Program;
+
+std::set<std::string> live_tensors(const Program& p) {
+  std::set<std::string> live;
+  for (const auto& d : p.known)
+    if (d.role == leir::Role::Output) live.insert(d.name);
+  auto stmts = analysis::all_stmts(p.body);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& s : stmts) {
+      if (!live.count(s.stmt->lhs->tensor)) continue;
+      for (const auto& r : analysis::reads_of(*s.stmt)) changed |= live.insert(r->tensor).second;
+    }
+  }
+  return live;
+}
+
+bool item_dead(const leir::Item& item, const std::set<std::string>& live) {
+  for (const auto& w : analysis::read_write(item).writes)
+    if (live.count(w)) return false;
+  return true;
+}
+
+class DeadCodeElimination final : public ConsideringStrategy {
+ public:
+  std::string_view name() const override { return "dead_code_elimination"; }
+  std::string_view description() const override { return "remove a nest or statement whose result never reaches an output"; }
+  Exactness exactness() const override { return Exactness::Exact; }
+
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    auto live = live_tensors(p);
+    if (s.path.empty() || s.path[0] < 0 || s.path[0] >= static_cast<int>(p.body.size())) return std::nullopt;
+    const auto& item = analysis::item_at(p.body, s.path);
+    if (!item_dead(item, live)) return std::nullopt;
+    Program out = p;
+    out.body = analysis::replace_item(p.body, s.path, {});
+    return candidate(p, s, params, Exactness::Exact, std::move(out));
+  }
+
+ protected:
+  std::vector<Considered> consider(const Program& p) const override {
+    std::vector<Considered> out;
+    auto live = live_tensors(p);
+    for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
+      const auto& item = p.body[i];
+      Considered c;
+      c.site.path = {i};
+      c.site.description = fmt::format("item {}", i);
+      if (!item_dead(item, live)) {
+        // A live nest may still hold dead statements: each is a site of its own.
+        if (item.is_nest()) {
+          for (const auto& s : analysis::stmts_in({{i}, &item.nest, {}})) {
+            if (live.count(s.stmt->lhs->tensor)) continue;
+            Considered d;
+            d.site.path = s.path;
+            d.site.description = fmt::format("statement writing {} in nest {}", s.stmt->lhs->tensor, i);
+            out.push_back(std::move(d));
+          }
+        }
+        std::string w;
+        for (const auto& t : analysis::read_write(item).writes)
+          if (live.count(t)) w = t;
+        c.refusal = is_output(p, w) ? fmt::format("writes output {}", w)
+                                    : fmt::format("writes {}, which reaches an output", w);
+      } else {
+        c.site.description += " (writes " + *analysis::read_write(item).writes.begin() + ")";
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+};
+
+class ExpressionReorder final : public ConsideringStrategy {
+ public:
+  std::string_view name() const override { return "expression_reorder"; }
+  std::string_view description() const override { return "swap two adjacent independent nests"; }
+  Exactness exactness() const override { return Exactness::Exact; }
+
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    int i = site_item(s);
+    if (i < 0 || i + 1 >= static_cast<int>(p.body.size())) return std::nullopt;
+    if (!why_dependent(p, i).empty()) return std::nullopt;
+    Program out = p;
+    std::swap(out.body[i], out.body[i + 1]);
+    return candidate(p, s, params, Exactness::Exact, std::move(out));
+  }
+
+ protected:
+  std::vector<Considered> consider(const Program& p) const override {
+    std::vector<Considered> out;
+    for (int i = 0; i + 1 < static_cast<int>(p.body.size()); ++i) {
+      Considered c;
+      c.site.path = {i, i + 1};
+      c.site.description = fmt::format("items {} and {}", i, i + 1);
+      c.refusal = why_dependent(p, i);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  static std::string why_dependent(const Program& p, int i) {
+    auto a = analysis::read_write(p.body[i]);
+    auto b = analysis::read_write(p.body[i + 1]);
+    for (const auto& t : a.writes) {
+      if (b.reads.count(t)) return fmt::format("RAW: item {} reads {} written by item {}", i + 1, t, i);
+      if (b.writes.count(t)) return fmt::format("WAW: both items write {}", t);
+    }
+    for (const auto& t : a.reads)
+      if (b.writes.count(t)) return fmt::format("WAR: item {} writes {} read by item {}", i + 1, t, i);
+    return "";
+  }
+};
+
+RegisterStrategy<DeadCodeElimination> reg_dce(7);
+RegisterStrategy<ExpressionReorder> reg_reorder(8);
+
+}  // namespace
+}  // namespace steptp::strategies
