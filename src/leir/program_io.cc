@@ -158,7 +158,8 @@ Program program_from_text(std::string_view text, const std::string& file) {
   }
   static const std::regex decl_re(
       R"(^\s*(input|constant|param|output)\s+([A-Za-z0-9_]+)\s*:\s*([a-z0-9]+)\s*\[([^\]]*)\]\s*(?:=\s*\[([^\]]*)\])?\s*(?:as\s+\"([^\"]*)\")?\s*$)");
-  static const std::regex name_re(R"(^\s*name\s+([A-Za-z0-9_.\-]+)\s*$)");
+  // Any name without newlines or '#' (JSON names like "matm>=" must survive the text form).
+  static const std::regex name_re(R"(^\s*name\s+(\S(?:.*\S)?)\s*$)");
   static const std::regex decl_start_re(R"(^\s*(input|constant|param|output|name)\b)");
   Program p;
   p.file = file;
