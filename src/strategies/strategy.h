@@ -4,6 +4,7 @@
 // caller's seed (sampling lives in sampler.h, not in strategies).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -66,8 +67,13 @@ class Strategy {
 };
 
 // The registry: all 43 strategies in the order of STRATEGIES.md.
+inline constexpr int kStrategyCount = 43;
+// The 43 names of STRATEGIES.md, in order (whether or not each is registered yet).
+const std::array<std::string_view, kStrategyCount>& strategy_names();
+int strategy_index(std::string_view name);  // -1 if unknown
+// The registered strategies, in STRATEGIES.md order (a strategy not yet linked in is absent).
 const std::vector<const Strategy*>& all_strategies();
-const Strategy* find_strategy(std::string_view name);
+const Strategy* find_strategy(std::string_view name);  // nullptr if unknown or not registered
 
 // Registration from each strategy's own file: `static RegisterStrategy<MyStrategy> reg(index);`
 // where index is its number in STRATEGIES.md (0..42).
