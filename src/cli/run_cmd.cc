@@ -1,0 +1,88 @@
+// steptp run FILE [--inputs VALUES.json] [--seed S] [--profile P] [--out OUT.json] [--target T]:
+// runs a program and writes every known output in the values format of LEIR.md §1.
+// Without --inputs the inputs and params are generated from the seed. Exit codes: 0 success,
+// 1 invalid program or input, or a run-time error (out-of-range index, unset read, race).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "interp/inputs.h"
+#include "interp/interpreter.h"
+#include "leir/program_io.h"
+#include "leir/values.h"
+
+namespace steptp::cli {
+namespace {
+
+const std::map<std::string, interp::InputProfile> kProfiles = {
+    {"ordinary", interp::InputProfile::Ordinary},
+    {"scaled-up", interp::InputProfile::ScaledUp},
+    {"scaled-down", interp::InputProfile::ScaledDown},
+    {"signs", interp::InputProfile::Signs},
+};
+
+// The one program to run from a file that may hold several (JSONL).
+leir::Program select_program(const std::string& file, const std::string& name) {
+  auto programs = leir::read_programs(file);
+  if (!name.empty()) {
+    for (auto& p : programs)
+      if (p.name == name) return std::move(p);
+    throw std::runtime_error(fmt::format("{} holds no program named '{}'", file, name));
+  }
+  if (programs.size() != 1)
+    throw std::runtime_error(
+        fmt::format("{} holds {} programs; choose one with --program NAME", file, programs.size()));
+  return std::move(programs.front());
+}
+
+RegisterCommand reg{{"run", "run a program on given or seeded inputs and print its outputs", [](CLI::App& sub) {
+  struct Opts {
+    std::string file, inputs, out, program, target = "interp", profile = "ordinary";
+    uint64_t seed = 0;
+    bool intermediates = false, allow_unset = false;
+  };
+  auto o = std::make_shared<Opts>();
+  sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
+  sub.add_option("--inputs", o->inputs, "values JSON with every input and param (default: seeded random inputs)");
+  sub.add_option("--seed", o->seed, "seed of the generated inputs (default 0)");
+  sub.add_option("--profile", o->profile, "generated inputs: ordinary, scaled-up, scaled-down or signs")
+      ->check(CLI::IsMember({"ordinary", "scaled-up", "scaled-down", "signs"}));
+  sub.add_option("--out", o->out, "write the outputs here instead of stdout");
+  sub.add_option("--program", o->program, "name of the program to run when FILE holds several");
+  sub.add_option("--target", o->target, "where to run: interp (the reference interpreter, default)");
+  sub.add_flag("--intermediates", o->intermediates, "also print intermediates (unset elements as nan)");
+  sub.add_flag("--allow-unset", o->allow_unset, "print unset output elements as nan instead of failing");
+  return [o]() -> int {
+    if (o->target != "interp")
+      throw std::runtime_error(fmt::format("unknown target '{}' (available: interp)", o->target));
+    leir::Program p = select_program(o->file, o->program);
+    leir::TensorMap inputs = o->inputs.empty() ? interp::generate_inputs(p, o->seed, kProfiles.at(o->profile))
+                                               : leir::read_values_file(o->inputs);
+    interp::RunOptions opts;
+    opts.keep_intermediates = o->intermediates;
+    opts.allow_unset_outputs = o->allow_unset;
+    leir::TensorMap outputs;
+    try {
+      outputs = interp::Interpreter(p).run(inputs, opts);
+    } catch (const interp::RuntimeError& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+    std::string text = leir::values_to_json(outputs).dump() + "\n";
+    if (o->out.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream f(o->out);
+      if (!(f << text)) throw std::runtime_error(fmt::format("cannot write {}", o->out));
+    }
+    return 0;
+  };
+}}};
+
+}  // namespace
+}  // namespace steptp::cli
