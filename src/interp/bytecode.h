@@ -5,7 +5,7 @@
 // array indexed by the loop's depth in its nest chain. An access whose subscripts are all affine
 // becomes `base + Σ coef·var` over the flat storage; when interval analysis over the loop bounds
 // proves every subscript in range the bounds checks are dropped. Nothing in the hot loop looks up
-// a name or makes a virtual call.
+// a name or makes a virtual call; dispatch is direct-threaded (computed goto).
 #pragma once
 
 #include <atomic>
@@ -24,7 +24,9 @@ enum class Op : uint8_t {
   Target,     // compute the offset of the written element (access a) for LoadSelf and the store
   Const,      // r[dst] = imm
   Var,        // r[dst] = vars[a]
-  Load,       // r[dst] = tensor element of access a (checked as the access requires)
+  LoadFast,   // r[dst] = element at the running offset of fast access a in slot b (read-only tensor)
+  LoadFastRW, // same for a tensor that may be unset: checks the set flag (and races)
+  Load,       // r[dst] = element of checked access a (subscripts evaluated and bounds-checked)
   LoadSelf,   // r[dst] = the element being written if set, else imm (the accumulation identity)
   Neg,        // r[dst] = -r[a]
   Add, Sub, Mul, Div, FloorDiv, Mod, Pow,  // r[dst] = r[a] op r[b]
@@ -34,6 +36,8 @@ enum class Op : uint8_t {
   Exp, Log, Sqrt, Abs, Erf, Tanh, Sigmoid, Floor, Ceil, Sin, Cos, Log1p, Rsqrt,  // r[dst] = f(r[a])
   JumpIfZero, // if r[a] == 0: pc = b
   Jump,       // pc = b
+  End,        // end of the statement's code: store the result
+  kCount
 };
 
 struct Instr {
@@ -57,7 +61,8 @@ constexpr int kMaxFastTerms = 8;
 struct AccessCode {
   int slot = 0;
   const leir::Expr* expr = nullptr;  // for diagnostics
-  // Fast path: offset = base + Σ coef[k]·vars[var[k]], no bounds check needed.
+  // Fast path: offset = base + Σ coef[k]·vars[var[k]], no bounds check needed. The executor keeps
+  // it as a running offset updated by the enclosing loops (LoopCode::steps).
   bool fast = false;
   int nterms = 0;
   int64_t base = 0;
@@ -66,10 +71,17 @@ struct AccessCode {
   // Checked path: per-dimension subscripts.
   std::vector<DimCode> dims;
   bool may_be_unset = true;  // false for read-only tensors (set from the start)
+  // Whether dynamic race detection must watch this access: false when, for every enclosing
+  // independent loop, the compiler proved that different iterations touch disjoint elements of
+  // the tensor (see Compiler::prove_disjoint), so the common case pays nothing for detection.
+  bool race_checked = false;
 };
 
 struct StmtCode {
   int lhs = 0;  // access index of the written element
+  int slot = 0;  // its tensor slot
+  bool lhs_fast = false;
+  bool convert = false;  // the tensor's dtype is not f64: round on store
   int first_instr = 0;
   int end_instr = 0;
   int result_reg = 0;
@@ -89,8 +101,15 @@ struct TensorSlot {
   const leir::TensorDecl* decl = nullptr;
 };
 
+// Strength reduction: the running offset of fast access `access` moves by `coef` per iteration.
+struct OffsetStep {
+  int32_t access = 0;
+  int64_t coef = 0;
+};
+
 struct LoopCode {
   int var = 0;  // register
+  std::vector<OffsetStep> steps;  // fast accesses inside this loop whose offset depends on var
   int64_t start = 0;
   int64_t extent = 0;
   bool independent = false;  // P, V or B: race-checked

@@ -160,20 +160,30 @@ class Compiler {
         lc.independent = leir::requires_independence(l.kind);
         lc.loop = &l;
         scope_.names.push_back(l.var);
+        loop_stack_.push_back(nullptr);  // set below, once nest.loops stops growing
         ranges_.push_back({l.start, l.start + l.extent - 1});
-        if (lc.independent) ++independent_depth_;
+        if (lc.independent) {
+          ++independent_depth_;
+          open_independent_.push_back({lc.var, {}});
+        }
         nest.loops.push_back(lc);
         ++pushed;
       }
+      for (size_t k = 0; k < pushed; ++k) loop_stack_[loop_stack_.size() - pushed + k] = &nest.loops[k];
       cp_.num_vars = std::max(cp_.num_vars, static_cast<int>(scope_.names.size()));
       cp_.max_independent_depth = std::max(cp_.max_independent_depth, independent_depth_);
       // Reserve the nest's index before compiling its body (nested nests append after it).
       int index = static_cast<int>(cp_.nests.size());
       cp_.nests.emplace_back();
       nest.body = compile_block(item.nest.body);
-      for (const auto& lc : nest.loops)
-        if (lc.independent) --independent_depth_;
+      for (const auto& lc : nest.loops) {
+        if (!lc.independent) continue;
+        --independent_depth_;
+        mark_unproven(open_independent_.back());
+        open_independent_.pop_back();
+      }
       scope_.names.resize(scope_.names.size() - pushed);
+      loop_stack_.resize(loop_stack_.size() - pushed);
       ranges_.resize(ranges_.size() - pushed);
       cp_.nests[index] = std::move(nest);
       out.push_back({false, index});
@@ -198,8 +208,12 @@ class Compiler {
     sc.accumulation = !self.terms.empty();
     for (const auto& sub : lhs.args) leir::for_each_expr(sub, [&](const Expr& x) { check_vars(x); });
     sc.lhs = compile_access(lhs, 0);
-    emit({Op::Target, 0, sc.lhs, 0, 0.0});
+    sc.slot = cp_.accesses[sc.lhs].slot;
+    sc.lhs_fast = cp_.accesses[sc.lhs].fast;
+    sc.convert = cp_.slots[sc.slot].dtype != leir::DType::F64;
+    if (!sc.lhs_fast) emit({Op::Target, 0, sc.lhs, 0, 0.0});
     compile_expr(s.rhs, 0);
+    emit({Op::End, 0, 0, 0, 0.0});
     sc.result_reg = 0;
     sc.end_instr = static_cast<int>(cp_.code.size());
     self_terms_.clear();
@@ -253,14 +267,55 @@ class Compiler {
         ac.fast = true;
         ac.base = flat.c0;
         ac.nterms = static_cast<int>(flat.terms.size());
+        int index = static_cast<int>(cp_.accesses.size());
         for (int k = 0; k < ac.nterms; ++k) {
           ac.term_var[k] = flat.terms[k].var;
           ac.term_coef[k] = flat.terms[k].coef;
+          loop_stack_[flat.terms[k].var]->steps.push_back({index, flat.terms[k].coef});
         }
       }
     }
     cp_.accesses.push_back(std::move(ac));
-    return static_cast<int>(cp_.accesses.size()) - 1;
+    int index = static_cast<int>(cp_.accesses.size()) - 1;
+    if (!slot.read_only)
+      for (auto& open : open_independent_) open.accesses.push_back(index);
+    return index;
+  }
+
+  // The accesses inside one independent loop, to decide which need dynamic race checks.
+  struct OpenLoop {
+    int var = 0;
+    std::vector<int> accesses;
+  };
+
+  // Different iterations of the loop over `var` touch disjoint elements of a tensor if, at some
+  // dimension, every access of that tensor inside the loop has the same subscript c0 + k·var
+  // with k != 0 and no other variable.
+  bool prove_disjoint(const std::vector<int>& accesses, int var) const {
+    size_t rank = cp_.accesses[accesses.front()].dims.size();
+    for (size_t d = 0; d < rank; ++d) {
+      const Linear* ref = nullptr;
+      bool ok = true;
+      for (int i : accesses) {
+        const DimCode& dc = cp_.accesses[i].dims[d];
+        if (!dc.affine || dc.lin.terms.size() != 1 || dc.lin.terms[0].var != var ||
+            (ref && (dc.lin.c0 != ref->c0 || dc.lin.terms[0].coef != ref->terms[0].coef))) {
+          ok = false;
+          break;
+        }
+        ref = &dc.lin;
+      }
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  void mark_unproven(const OpenLoop& loop) {
+    std::map<int, std::vector<int>> by_slot;
+    for (int i : loop.accesses) by_slot[cp_.accesses[i].slot].push_back(i);
+    for (const auto& [slot, accesses] : by_slot)
+      if (!prove_disjoint(accesses, loop.var))
+        for (int i : accesses) cp_.accesses[i].race_checked = true;
   }
 
   void check_vars(const Expr& e) {
@@ -289,7 +344,9 @@ class Compiler {
         for (const auto& sub : e.args)
           leir::for_each_expr(sub, [&](const Expr& x) { check_vars(x); });
         int acc = compile_access(e, dst + 1);
-        emit({Op::Load, dst, acc, 0, 0.0});
+        const AccessCode& ac = cp_.accesses[acc];
+        Op op = !ac.fast ? Op::Load : ac.may_be_unset ? Op::LoadFastRW : Op::LoadFast;
+        emit({op, dst, acc, ac.slot, 0.0});
         return;
       }
       case ExprKind::Unary:
@@ -347,8 +404,10 @@ class Compiler {
   const std::string& file_;
   std::map<std::string, int> slot_of_;
   VarScope scope_;
+  std::vector<LoopCode*> loop_stack_;  // the loop of each variable register
   std::vector<Range> ranges_;
   int independent_depth_ = 0;
+  std::vector<OpenLoop> open_independent_;
   std::vector<const Expr*> self_terms_;
   double identity_ = 0.0;
 };

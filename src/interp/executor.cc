@@ -11,7 +11,9 @@
 // write/write, write/read and read/write conflicts while letting accumulations into one element
 // combine across iterations (LEIR.md §3). Stamps exist only when detection is on and the program
 // has independent loops; the executor is compiled twice (with and without checks) so the common
-// case pays nothing.
+// case pays nothing. Accesses the compiler proved race-free (AccessCode::race_checked == false)
+// skip the stamps altogether; that is sound because every access of the same tensor inside the
+// same independent loop is then confined to its own iteration's elements.
 #include "interp/executor.h"
 
 #include <fmt/format.h>
@@ -28,10 +30,10 @@ namespace steptp::interp {
 
 namespace {
 
-struct Stamps {
-  std::vector<uint64_t> write;  // last plain write
-  std::vector<uint64_t> accum;  // oldest accumulation still in a different iteration
-  std::vector<uint64_t> read;   // oldest read in a different iteration, else the newest
+struct Stamp {
+  uint64_t write = 0;  // last plain write
+  uint64_t accum = 0;  // oldest accumulation still in a different iteration
+  uint64_t read = 0;   // oldest read in a different iteration, else the newest
 };
 
 [[noreturn, gnu::noinline]] void fail(const CompiledProgram& cp, leir::SourceLoc loc, const std::string& msg) {
@@ -54,6 +56,8 @@ class Executor {
   Executor(const CompiledProgram& cp, std::vector<TensorStore>& tensors, bool races)
       : cp_(cp), code_(cp.code.data()), acc_(cp.accesses.data()) {
     vars_.assign(std::max(cp.num_vars, 1), 0);
+    off_.resize(cp.accesses.size());
+    for (size_t i = 0; i < cp.accesses.size(); ++i) off_[i] = cp.accesses[i].base;
     regs_.assign(cp.num_regs + 1, 0.0);
     data_.resize(cp.slots.size());
     set_.resize(cp.slots.size());
@@ -63,13 +67,10 @@ class Executor {
     }
     if (races) {
       stamps_.resize(cp.slots.size());
-      for (size_t i = 0; i < cp.slots.size(); ++i) {
-        if (cp.slots[i].read_only) continue;
-        auto n = static_cast<size_t>(cp.slots[i].numel);
-        stamps_[i].write.assign(n, 0);
-        stamps_[i].accum.assign(n, 0);
-        stamps_[i].read.assign(n, 0);
-      }
+      std::vector<bool> watched(cp.slots.size(), false);
+      for (const auto& a : cp.accesses) watched[a.slot] = watched[a.slot] || a.race_checked;
+      for (size_t i = 0; i < cp.slots.size(); ++i)
+        if (watched[i]) stamps_[i].assign(static_cast<size_t>(cp.slots[i].numel), Stamp{});
       int depth = cp.max_independent_depth;
       s_.assign(depth, 0);
       c_.assign(depth, 0);
@@ -98,6 +99,8 @@ class Executor {
     const LoopCode& l = n.loops[level];
     const bool last = level + 1 == n.loops.size();
     active_.push_back(&l);
+    int64_t* off = off_.data();
+    for (const auto& st : l.steps) off[st.access] += st.coef * l.start;
     if (Races && l.independent) {
       int j = depth_++;
       s_[j] = clock_;
@@ -107,31 +110,33 @@ class Executor {
         vars_[l.var] = l.start + i;
         c_[j] = ++clock_;
         starts_[j].push_back(clock_);
+        update_fast_bounds();
         if (last) run_block<Races>(n.body);
         else run_loops<Races>(n, level + 1);
+        for (const auto& st : l.steps) off[st.access] += st.coef;
       }
       --depth_;
+      update_fast_bounds();
     } else if (last && n.body.size() == 1 && n.body[0].is_stmt) {
       // The common innermost shape: one statement under a loop.
       const StmtCode& s = cp_.stmts[n.body[0].index];
+      const OffsetStep* steps = l.steps.data();
+      const size_t nsteps = l.steps.size();
       for (int64_t i = 0; i < l.extent; ++i) {
         vars_[l.var] = l.start + i;
         exec_stmt<Races>(s);
+        for (size_t k = 0; k < nsteps; ++k) off[steps[k].access] += steps[k].coef;
       }
     } else {
       for (int64_t i = 0; i < l.extent; ++i) {
         vars_[l.var] = l.start + i;
         if (last) run_block<Races>(n.body);
         else run_loops<Races>(n, level + 1);
+        for (const auto& st : l.steps) off[st.access] += st.coef;
       }
     }
+    for (const auto& st : l.steps) off[st.access] -= st.coef * (l.start + l.extent);
     active_.pop_back();
-  }
-
-  static int64_t fast_offset(const AccessCode& a, const int64_t* vars) {
-    int64_t o = a.base;
-    for (int k = 0; k < a.nterms; ++k) o += a.term_coef[k] * vars[a.term_var[k]];
-    return o;
   }
 
   int64_t checked_offset(const AccessCode& a, const double* regs) {
@@ -160,9 +165,6 @@ class Executor {
     return o;
   }
 
-  int64_t offset(const AccessCode& a, const double* regs) {
-    return a.fast ? fast_offset(a, vars_.data()) : checked_offset(a, regs);
-  }
 
   // " (at tx=1, a=3)": the values of the enclosing loop variables.
   std::string where() const {
@@ -189,7 +191,7 @@ class Executor {
   // Index j of the active independent loop in a different iteration of which stamp w was made,
   // or -1.
   int other_iteration(uint64_t w) const {
-    if (depth_ == 0 || w >= c_[depth_ - 1] || w <= s_[0]) return -1;
+    if (w >= hi_ || w <= lo_) [[likely]] return -1;
     for (int j = depth_ - 1; j >= 0; --j)
       if (w > s_[j] && w < c_[j]) return j;
     return -1;
@@ -211,121 +213,188 @@ class Executor {
                      where()));
   }
 
-  void race_read(const AccessCode& a, int64_t o) {
-    Stamps& st = stamps_[a.slot];
-    if (int j = other_iteration(st.write[o]); j >= 0) fail_race(j, st.write[o], "written", "read", a, o);
-    if (int j = other_iteration(st.accum[o]); j >= 0) fail_race(j, st.accum[o], "accumulated", "read", a, o);
-    if (other_iteration(st.read[o]) < 0) st.read[o] = clock_;
+  bool in_fast_window(uint64_t w) const { return w >= hi_ || w <= lo_; }
+
+  // Inline fast path: all three stamps outside every other iteration of an active loop.
+  [[gnu::always_inline]] void race_read(int slot, const AccessCode& a, int64_t o) {
+    Stamp& st = stamps_[slot][o];
+    if (in_fast_window(st.write) && in_fast_window(st.accum) && in_fast_window(st.read)) [[likely]] {
+      st.read = clock_;
+      return;
+    }
+    race_read_slow(st, a, o);
   }
 
-  void race_write(const AccessCode& a, int64_t o, bool accumulation) {
-    Stamps& st = stamps_[a.slot];
+  [[gnu::noinline]] void race_read_slow(Stamp& st, const AccessCode& a, int64_t o) {
+    if (int j = other_iteration(st.write); j >= 0) [[unlikely]] fail_race(j, st.write, "written", "read", a, o);
+    if (int j = other_iteration(st.accum); j >= 0) [[unlikely]] fail_race(j, st.accum, "accumulated", "read", a, o);
+    if (other_iteration(st.read) < 0) st.read = clock_;
+  }
+
+  [[gnu::always_inline]] void race_write(int slot, const AccessCode& a, int64_t o, bool accumulation) {
+    Stamp& st = stamps_[slot][o];
+    if (in_fast_window(st.write) && in_fast_window(st.accum) && in_fast_window(st.read)) [[likely]] {
+      (accumulation ? st.accum : st.write) = clock_;
+      return;
+    }
+    race_write_slow(st, a, o, accumulation);
+  }
+
+  [[gnu::noinline]] void race_write_slow(Stamp& st, const AccessCode& a, int64_t o, bool accumulation) {
     const char* now = accumulation ? "accumulated" : "written";
-    if (int j = other_iteration(st.write[o]); j >= 0) fail_race(j, st.write[o], "written", now, a, o);
-    if (int j = other_iteration(st.read[o]); j >= 0) fail_race(j, st.read[o], "read", now, a, o);
+    if (int j = other_iteration(st.write); j >= 0) [[unlikely]] fail_race(j, st.write, "written", now, a, o);
+    if (int j = other_iteration(st.read); j >= 0) [[unlikely]] fail_race(j, st.read, "read", now, a, o);
     if (accumulation) {
-      if (other_iteration(st.accum[o]) < 0) st.accum[o] = clock_;
+      if (other_iteration(st.accum) < 0) st.accum = clock_;
     } else {
-      if (int j = other_iteration(st.accum[o]); j >= 0) fail_race(j, st.accum[o], "accumulated", now, a, o);
-      st.write[o] = clock_;
+      if (int j = other_iteration(st.accum); j >= 0) [[unlikely]] fail_race(j, st.accum, "accumulated", now, a, o);
+      st.write = clock_;
     }
   }
 
+  void update_fast_bounds() {
+    if (depth_ == 0) {
+      lo_ = UINT64_MAX;
+      hi_ = 0;
+    } else {
+      lo_ = s_[0];
+      hi_ = c_[depth_ - 1];
+    }
+  }
+
+  // Direct-threaded dispatch: one indirect jump per instruction, no bounds check, no loop test
+  // (every statement's code ends with Op::End).
   template <bool Races>
   void exec_stmt(const StmtCode& s) {
+    static const void* const kLabels[] = {
+        &&Target, &&Const, &&Var, &&LoadFast, &&LoadFastRW, &&Load, &&LoadSelf, &&Neg, &&Add, &&Sub, &&Mul,
+        &&Div, &&FloorDiv, &&Mod, &&Pow, &&And, &&Or, &&Lt, &&Le, &&Gt, &&Ge, &&Eq, &&Ne, &&Max, &&Min, &&Exp,
+        &&Log, &&Sqrt, &&Abs, &&Erf, &&Tanh, &&Sigmoid, &&Floor, &&Ceil, &&Sin, &&Cos, &&Log1p, &&Rsqrt,
+        &&JumpIfZero, &&Jump, &&End};
+    static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == static_cast<size_t>(Op::kCount));
     ++count_;
     double* r = regs_.data();
-    const int64_t* vars = vars_.data();
-    const AccessCode& lhs = acc_[s.lhs];
-    int64_t target = 0;
+    const int64_t* off = off_.data();
+    double* const* data = data_.data();
     const Instr* code = code_;
-    for (int pc = s.first_instr; pc < s.end_instr;) {
-      const Instr& in = code[pc++];
-      switch (in.op) {
-        case Op::Target:
-          target = offset(lhs, r);
-          break;
-        case Op::Const:
-          r[in.dst] = in.imm;
-          break;
-        case Op::Var:
-          r[in.dst] = static_cast<double>(vars[in.a]);
-          break;
-        case Op::Load: {
-          const AccessCode& a = acc_[in.a];
-          int64_t o = a.fast ? fast_offset(a, vars) : checked_offset(a, r);
-          if (a.may_be_unset) {
-            if (!set_[a.slot][o]) fail_unset(a, o);
-            if constexpr (Races) race_read(a, o);
-          }
-          r[in.dst] = data_[a.slot][o];
-          break;
-        }
-        case Op::LoadSelf:
-          r[in.dst] = set_[lhs.slot][target] ? data_[lhs.slot][target] : in.imm;
-          break;
-        case Op::Neg: r[in.dst] = -r[in.a]; break;
-        case Op::Add: r[in.dst] = r[in.a] + r[in.b]; break;
-        case Op::Sub: r[in.dst] = r[in.a] - r[in.b]; break;
-        case Op::Mul: r[in.dst] = r[in.a] * r[in.b]; break;
-        case Op::Div: r[in.dst] = r[in.a] / r[in.b]; break;
-        case Op::FloorDiv: r[in.dst] = py_floordiv(r[in.a], r[in.b]); break;
-        case Op::Mod: r[in.dst] = py_mod(r[in.a], r[in.b]); break;
-        case Op::Pow: r[in.dst] = std::pow(r[in.a], r[in.b]); break;
-        case Op::And: r[in.dst] = (r[in.a] != 0.0 && r[in.b] != 0.0) ? 1.0 : 0.0; break;
-        case Op::Or: r[in.dst] = (r[in.a] != 0.0 || r[in.b] != 0.0) ? 1.0 : 0.0; break;
-        case Op::Lt: r[in.dst] = r[in.a] < r[in.b] ? 1.0 : 0.0; break;
-        case Op::Le: r[in.dst] = r[in.a] <= r[in.b] ? 1.0 : 0.0; break;
-        case Op::Gt: r[in.dst] = r[in.a] > r[in.b] ? 1.0 : 0.0; break;
-        case Op::Ge: r[in.dst] = r[in.a] >= r[in.b] ? 1.0 : 0.0; break;
-        case Op::Eq: r[in.dst] = r[in.a] == r[in.b] ? 1.0 : 0.0; break;
-        case Op::Ne: r[in.dst] = r[in.a] != r[in.b] ? 1.0 : 0.0; break;
-        case Op::Max: r[in.dst] = nan_max(r[in.a], r[in.b]); break;
-        case Op::Min: r[in.dst] = nan_min(r[in.a], r[in.b]); break;
-        case Op::Exp: r[in.dst] = std::exp(r[in.a]); break;
-        case Op::Log: r[in.dst] = std::log(r[in.a]); break;
-        case Op::Sqrt: r[in.dst] = std::sqrt(r[in.a]); break;
-        case Op::Abs: r[in.dst] = std::fabs(r[in.a]); break;
-        case Op::Erf: r[in.dst] = std::erf(r[in.a]); break;
-        case Op::Tanh: r[in.dst] = std::tanh(r[in.a]); break;
-        case Op::Sigmoid: r[in.dst] = 1.0 / (1.0 + std::exp(-r[in.a])); break;
-        case Op::Floor: r[in.dst] = std::floor(r[in.a]); break;
-        case Op::Ceil: r[in.dst] = std::ceil(r[in.a]); break;
-        case Op::Sin: r[in.dst] = std::sin(r[in.a]); break;
-        case Op::Cos: r[in.dst] = std::cos(r[in.a]); break;
-        case Op::Log1p: r[in.dst] = std::log1p(r[in.a]); break;
-        case Op::Rsqrt: r[in.dst] = 1.0 / std::sqrt(r[in.a]); break;
-        case Op::JumpIfZero:
-          if (r[in.a] == 0.0) pc = in.b;
-          break;
-        case Op::Jump:
-          pc = in.b;
-          break;
-      }
+    const Instr* in = code + s.first_instr;
+    int64_t target = s.lhs_fast ? off[s.lhs] : 0;
+#define STEPTP_NEXT() goto* kLabels[static_cast<int>((++in)->op)]
+#define STEPTP_BIN(expr) \
+  {                       \
+    double x = r[in->a];  \
+    double y = r[in->b];  \
+    r[in->dst] = (expr);  \
+    STEPTP_NEXT();        \
+  }
+#define STEPTP_UN(expr)  \
+  {                      \
+    double x = r[in->a]; \
+    r[in->dst] = (expr); \
+    STEPTP_NEXT();       \
+  }
+    goto* kLabels[static_cast<int>(in->op)];
+  Target:
+    target = checked_offset(acc_[s.lhs], r);
+    STEPTP_NEXT();
+  Const:
+    r[in->dst] = in->imm;
+    STEPTP_NEXT();
+  Var:
+    r[in->dst] = static_cast<double>(vars_[in->a]);
+    STEPTP_NEXT();
+  LoadFast:
+    r[in->dst] = data[in->b][off[in->a]];
+    STEPTP_NEXT();
+  LoadFastRW: {
+    int64_t o = off[in->a];
+    if (!set_[in->b][o]) [[unlikely]] fail_unset(acc_[in->a], o);
+    if constexpr (Races)
+      if (acc_[in->a].race_checked) race_read(in->b, acc_[in->a], o);
+    r[in->dst] = data[in->b][o];
+    STEPTP_NEXT();
+  }
+  Load: {
+    const AccessCode& a = acc_[in->a];
+    int64_t o = checked_offset(a, r);
+    if (a.may_be_unset) {
+      if (!set_[a.slot][o]) [[unlikely]] fail_unset(a, o);
+      if constexpr (Races)
+        if (a.race_checked) race_read(a.slot, a, o);
     }
+    r[in->dst] = data[a.slot][o];
+    STEPTP_NEXT();
+  }
+  LoadSelf:
+    r[in->dst] = set_[s.slot][target] ? data[s.slot][target] : in->imm;
+    STEPTP_NEXT();
+  Neg: STEPTP_UN(-x)
+  Add: STEPTP_BIN(x + y)
+  Sub: STEPTP_BIN(x - y)
+  Mul: STEPTP_BIN(x * y)
+  Div: STEPTP_BIN(x / y)
+  FloorDiv: STEPTP_BIN(py_floordiv(x, y))
+  Mod: STEPTP_BIN(py_mod(x, y))
+  Pow: STEPTP_BIN(std::pow(x, y))
+  And: STEPTP_BIN((x != 0.0 && y != 0.0) ? 1.0 : 0.0)
+  Or: STEPTP_BIN((x != 0.0 || y != 0.0) ? 1.0 : 0.0)
+  Lt: STEPTP_BIN(x < y ? 1.0 : 0.0)
+  Le: STEPTP_BIN(x <= y ? 1.0 : 0.0)
+  Gt: STEPTP_BIN(x > y ? 1.0 : 0.0)
+  Ge: STEPTP_BIN(x >= y ? 1.0 : 0.0)
+  Eq: STEPTP_BIN(x == y ? 1.0 : 0.0)
+  Ne: STEPTP_BIN(x != y ? 1.0 : 0.0)
+  Max: STEPTP_BIN(nan_max(x, y))
+  Min: STEPTP_BIN(nan_min(x, y))
+  Exp: STEPTP_UN(std::exp(x))
+  Log: STEPTP_UN(std::log(x))
+  Sqrt: STEPTP_UN(std::sqrt(x))
+  Abs: STEPTP_UN(std::fabs(x))
+  Erf: STEPTP_UN(std::erf(x))
+  Tanh: STEPTP_UN(std::tanh(x))
+  Sigmoid: STEPTP_UN(1.0 / (1.0 + std::exp(-x)))
+  Floor: STEPTP_UN(std::floor(x))
+  Ceil: STEPTP_UN(std::ceil(x))
+  Sin: STEPTP_UN(std::sin(x))
+  Cos: STEPTP_UN(std::cos(x))
+  Log1p: STEPTP_UN(std::log1p(x))
+  Rsqrt: STEPTP_UN(1.0 / std::sqrt(x))
+  JumpIfZero:
+    if (r[in->a] == 0.0) in = code + in->b - 1;
+    STEPTP_NEXT();
+  Jump:
+    in = code + in->b - 1;
+    STEPTP_NEXT();
+#undef STEPTP_NEXT
+#undef STEPTP_BIN
+#undef STEPTP_UN
+  End:
     double v = r[s.result_reg];
-    const leir::DType dtype = cp_.slots[lhs.slot].dtype;
-    if (dtype != leir::DType::F64) {
-      auto stored = store_as(dtype, v);
-      if (!stored) fail_store(s, lhs, target, v);
+    if (s.convert) {
+      auto stored = store_as(cp_.slots[s.slot].dtype, v);
+      if (!stored) fail_store(s, acc_[s.lhs], target, v);
       v = *stored;
     }
-    if constexpr (Races) race_write(lhs, target, s.accumulation);
-    data_[lhs.slot][target] = v;
-    set_[lhs.slot][target] = 1;
+    if constexpr (Races)
+      if (acc_[s.lhs].race_checked) race_write(s.slot, acc_[s.lhs], target, s.accumulation);
+    data[s.slot][target] = v;
+    set_[s.slot][target] = 1;
   }
 
   const CompiledProgram& cp_;
   const Instr* code_;
   const AccessCode* acc_;
   std::vector<int64_t> vars_;
+  std::vector<int64_t> off_;  // running offsets of fast accesses
   std::vector<double> regs_;
   std::vector<double*> data_;
   std::vector<uint8_t*> set_;
   std::vector<const LoopCode*> active_;
   uint64_t count_ = 0;
   // Race detection state.
-  std::vector<Stamps> stamps_;
+  std::vector<std::vector<Stamp>> stamps_;
+  // Fast path of other_iteration(): no active loop has s_j < w < c_j when w <= lo_ or w >= hi_.
+  uint64_t lo_ = UINT64_MAX, hi_ = 0;
   uint64_t clock_ = 0;
   int depth_ = 0;
   std::vector<uint64_t> s_, c_;
