@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/affine.h"
+#include "analysis/names.h"
 #include "leir/ir_mutator.h"
 
 namespace steptp::strategies::dataflow {
@@ -68,43 +69,10 @@ bool is_output(const Program& p, const std::string& tensor) {
 
 bool is_known(const Program& p, const std::string& tensor) { return p.find_known(tensor) != nullptr; }
 
-namespace {
-// The public translator's name sequence: A C D ... then A + lowercase, C + lowercase, ...
-const std::string kUpper = "ACDEFGHIJKMNOQRSWXYZ";
-const std::string kLower = "acdefghijkmnoqrswxyz";
-
-std::string name_at(size_t i) {
-  if (i < kUpper.size()) return std::string(1, kUpper[i]);
-  i -= kUpper.size();
-  size_t hi = i / kLower.size(), lo = i % kLower.size();
-  if (hi < kUpper.size()) return std::string(1, kUpper[hi]) + kLower[lo];
-  return "Z" + std::to_string(i);  // far beyond anything the translator emits
-}
-
-std::optional<size_t> rank_of(const std::string& name) {
-  if (name.size() == 1) {
-    auto k = kUpper.find(name[0]);
-    if (k != std::string::npos) return k;
-    return std::nullopt;
-  }
-  if (name.size() == 2) {
-    auto hi = kUpper.find(name[0]), lo = kLower.find(name[1]);
-    if (hi != std::string::npos && lo != std::string::npos) return kUpper.size() + hi * kLower.size() + lo;
-  }
-  return std::nullopt;
-}
-}  // namespace
-
 std::vector<std::string> fresh_tensor_names(const Program& p, int count) {
-  auto taken = analysis::tensor_names(p);
-  size_t next = 0;
-  for (const auto& n : taken)
-    if (auto r = rank_of(n)) next = std::max(next, *r + 1);
+  analysis::NameAllocator names(p);
   std::vector<std::string> out;
-  for (size_t i = next; static_cast<int>(out.size()) < count; ++i) {
-    std::string n = name_at(i);
-    if (!taken.count(n)) out.push_back(n);
-  }
+  for (int i = 0; i < count; ++i) out.push_back(names.fresh_tensor());
   return out;
 }
 

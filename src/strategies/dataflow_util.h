@@ -32,8 +32,7 @@ bool can_sink(const analysis::UseDef& ud, int from, int to);
 bool is_output(const leir::Program& p, const std::string& tensor);
 bool is_known(const leir::Program& p, const std::string& tensor);
 
-// `count` fresh tensor names in the public order (A C D ... Z, Aa Ac ..., skipping B L P T U V
-// and b l p t u v), continuing after the program's highest existing name, never colliding.
+// `count` distinct fresh tensor names in the public order (analysis::NameAllocator).
 std::vector<std::string> fresh_tensor_names(const leir::Program& p, int count);
 // A loop variable name not in `taken` (a c d f g h i j k m n o q r s w x y z, then suffixed).
 std::string fresh_var(const std::set<std::string>& taken);

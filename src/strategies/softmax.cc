@@ -1,0 +1,583 @@
+// The softmax family (STRATEGIES.md): 36 normal_loop_max_to_prefix_max,
+// 40 normal_loop_summation_on_exp_to_prefix_summation_on_exp, 41 online_softmax,
+// 42 flashattention_wo_tiling.
+//
+// Patterns are recognized structurally (operators and subscripts, never tensor names):
+//   max:        M_s = max(M_s, x)                 over loops s + k (k the only reduction loop)
+//   sum of exp: S_s = S_s + exp(x - M_s)          same loops, same x
+//   normalize:  Z_{s,k} = exp(x - M_s) / S_s      same loops
+//   P@V:        O_o = O_o + Z_{s,k} * V           k the reduction loop of the product
+//
+// The one-pass forms keep running values along k: R (running max) and Q (sum of exp(x - R_k)),
+// and for attention A (the normalized output row). Masked rows (x = -inf) are the trap:
+// exp(-inf - -inf) is NaN. The original program yields NaN statistics exactly for rows that are
+// masked everywhere (PyTorch gives NaN there too) and exact zeros for masked elements of other
+// rows, so the recurrences restart whenever everything so far is masked:
+//   Q_k = (k == 0 or R_{k-1} == -inf ? 0 : Q_{k-1} * exp(R_{k-1} - R_k)) + exp(x_k - R_k)
+// which is NaN while the row is all -inf (as the original) and recovers at the first finite x.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "analysis/accumulation.h"
+#include "leir/ir_mutator.h"
+#include "strategies/dataflow_util.h"
+
+namespace steptp::strategies {
+namespace {
+
+using namespace dataflow;
+using leir::BinaryOp;
+using leir::Expr;
+using leir::ExprKind;
+using leir::ExprPtr;
+using leir::Func;
+using leir::Loop;
+using leir::Nest;
+using leir::Program;
+using leir::Stmt;
+
+ExprPtr neg_inf() { return leir::make_neg(leir::make_number(std::numeric_limits<double>::infinity(), "inf")); }
+
+bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
+bool is_binary(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
+
+bool single_writer(const analysis::UseDef& ud, const std::string& t, int item) {
+  auto w = ud.writers(t);
+  return w.size() == 1 && w[0] == item;
+}
+
+// ---- pattern matching -------------------------------------------------------------------------
+
+struct MaxNest {
+  int item = -1;
+  const Nest* nest = nullptr;
+  const Stmt* stmt = nullptr;
+  ExprPtr x;     // the reduced value
+  size_t k = 0;  // index of the reduction loop in nest->loops
+};
+
+std::string match_max(const Program& p, const analysis::UseDef& ud, int i, MaxNest& m) {
+  const Nest* n = flat_nest(p, i);
+  if (!n || n->body.size() != 1) return "not a single-statement nest";
+  const Stmt& s = n->body[0].stmt;
+  auto acc = analysis::accumulation_of(s);
+  if (!acc || acc->op != analysis::AccumOp::Max || !is_call(*s.rhs, Func::Max))
+    return "not a max reduction M=max(M,x)";
+  const std::string& mt = s.lhs->tensor;
+  m.x = s.rhs->args[0] == acc->self ? s.rhs->args[1] : s.rhs->args[0];
+  if (reads_tensor(m.x, mt)) return fmt::format("the reduced value reads {} itself", mt);
+  auto lhs_vars = vars_in(s.lhs);
+  int reductions = 0;
+  for (size_t l = 0; l < n->loops.size(); ++l) {
+    if (lhs_vars.count(n->loops[l].var) || n->loops[l].extent == 1) continue;
+    ++reductions;
+    m.k = l;
+  }
+  if (reductions != 1) return fmt::format("{} reduction loops (exactly one is handled)", reductions);
+  const Loop& k = n->loops[m.k];
+  if (k.start != 0) return fmt::format("reduction loop {} does not start at 0", k.var);
+  if (!plain_injective_lhs(*s.lhs, n->loops, {k.var}))
+    return fmt::format("subscripts of {} are not distinct loop variables / constants", mt);
+  if (!single_writer(ud, mt, i)) return fmt::format("{} is written elsewhere too", mt);
+  if (contains_gather(s.lhs)) return "gather in the reduction target";
+  m.item = i;
+  m.nest = n;
+  m.stmt = &s;
+  return "";
+}
+
+struct SumNest {
+  int item = -1;
+  const Stmt* stmt = nullptr;
+};
+
+// x - M_s inside exp(): true when `e` is exp(x - M_s) for the max nest `m`.
+bool is_exp_of_centered(const ExprPtr& e, const MaxNest& m) {
+  if (!is_call(*e, Func::Exp)) return false;
+  const ExprPtr& d = e->args[0];
+  return is_binary(*d, BinaryOp::Sub) && leir::equal(d->args[0], m.x) && leir::equal(d->args[1], m.stmt->lhs);
+}
+
+// The first item after the max nest that reads M must be S_s = S_s + exp(x - M_s).
+std::string match_sum(const Program& p, const analysis::UseDef& ud, const MaxNest& m, SumNest& out) {
+  const std::string& mt = m.stmt->lhs->tensor;
+  int j = -1;
+  for (int k = m.item + 1; k < static_cast<int>(p.body.size()) && j < 0; ++k)
+    if (ud.items[k].reads.count(mt)) j = k;
+  if (j < 0) return fmt::format("{} is never read", mt);
+  const Nest* n = flat_nest(p, j);
+  if (!n || n->body.size() != 1 || !same_headers(*n, *m.nest))
+    return fmt::format("the first reader of {} (item {}) is not a nest with the same loops", mt, j);
+  const Stmt& s = n->body[0].stmt;
+  auto acc = analysis::accumulation_of(s);
+  if (!acc || acc->op != analysis::AccumOp::Add || !is_binary(*s.rhs, BinaryOp::Add) || acc->other_self_reads != 0)
+    return fmt::format("item {} is not a sum S=S+exp(x-M)", j);
+  const ExprPtr& term = s.rhs->args[0] == acc->self ? s.rhs->args[1] : s.rhs->args[0];
+  if (!is_exp_of_centered(term, m)) return fmt::format("item {} does not sum exp(x - {}) of the same x", j, mt);
+  if (s.lhs->args.size() != m.stmt->lhs->args.size()) return "sum and max have different subscripts";
+  for (size_t d = 0; d < s.lhs->args.size(); ++d)
+    if (!leir::equal(s.lhs->args[d], m.stmt->lhs->args[d])) return "sum and max have different subscripts";
+  if (!single_writer(ud, s.lhs->tensor, j)) return fmt::format("{} is written elsewhere too", s.lhs->tensor);
+  if (!can_sink(ud, m.item, j)) return fmt::format("items between {} and {} conflict with the max nest", m.item, j);
+  out.item = j;
+  out.stmt = &s;
+  return "";
+}
+
+struct NormNest {
+  int item = -1;
+  const Stmt* stmt = nullptr;
+};
+
+// The first reader of S after the sum: Z_{s,k} = exp(x - M_s) / S_s.
+std::string match_norm(const Program& p, const analysis::UseDef& ud, const MaxNest& m, const SumNest& s, NormNest& out) {
+  const std::string& st = s.stmt->lhs->tensor;
+  int j = -1;
+  for (int k = s.item + 1; k < static_cast<int>(p.body.size()) && j < 0; ++k)
+    if (ud.items[k].reads.count(st)) j = k;
+  if (j < 0) return fmt::format("{} is never read", st);
+  const Nest* n = flat_nest(p, j);
+  if (!n || n->body.size() != 1 || !same_headers(*n, *m.nest))
+    return fmt::format("the first reader of {} (item {}) is not a nest with the same loops", st, j);
+  const Stmt& z = n->body[0].stmt;
+  if (!is_binary(*z.rhs, BinaryOp::Div) || !is_exp_of_centered(z.rhs->args[0], m) ||
+      !leir::equal(z.rhs->args[1], s.stmt->lhs))
+    return fmt::format("item {} is not exp(x - M) / S", j);
+  // Z_{s,k}: the statistics' subscripts followed by the reduction variable.
+  const auto& ms = m.stmt->lhs->args;
+  if (z.lhs->args.size() != ms.size() + 1) return "the normalized tensor is not indexed [s..., k]";
+  for (size_t d = 0; d < ms.size(); ++d)
+    if (!leir::equal(z.lhs->args[d], ms[d])) return "the normalized tensor is not indexed [s..., k]";
+  const ExprPtr& last = z.lhs->args.back();
+  if (!last->is_var() || last->var_name() != m.nest->loops[m.k].var) return "the normalized tensor is not indexed [s..., k]";
+  if (!single_writer(ud, z.lhs->tensor, j)) return fmt::format("{} is written elsewhere too", z.lhs->tensor);
+  out.item = j;
+  out.stmt = &z;
+  return "";
+}
+
+// ---- building the one-pass statistics ---------------------------------------------------------
+
+struct Prefix {
+  std::string r, q;    // running max, running sum of exp
+  ExprPtr kv;          // the reduction variable
+  int64_t n = 0;       // its extent
+  std::vector<ExprPtr> s;  // statistic subscripts
+  const Expr* like = nullptr;
+};
+
+ExprPtr at(const Prefix& pf, const std::string& t, ExprPtr k) {
+  auto idx = pf.s;
+  idx.push_back(std::move(k));
+  return access_like(*pf.like, t, idx);
+}
+ExprPtr at_k(const Prefix& pf, const std::string& t) { return at(pf, t, pf.kv); }
+ExprPtr at_prev(const Prefix& pf, const std::string& t) { return at(pf, t, plus_const(pf.kv, -1)); }
+ExprPtr at_last(const Prefix& pf, const std::string& t) { return at(pf, t, leir::make_int(pf.n - 1)); }
+ExprPtr k_is_first(const Prefix& pf) {
+  return leir::make_compare({plus_const(pf.kv, -1), leir::make_int(0)}, {leir::CompareOp::Lt});
+}
+ExprPtr ite(ExprPtr c, ExprPtr a, ExprPtr b) { return leir::make_call(Func::IfThenElse, {c, a, b}); }
+
+// R_{s,k} = max(if_then_else(k-1<0, -inf, R_{s,k-1}), x)
+Stmt running_max(const Prefix& pf, const ExprPtr& x) {
+  return make_stmt(at_k(pf, pf.r), leir::make_call(Func::Max, {ite(k_is_first(pf), neg_inf(), at_prev(pf, pf.r)), x}));
+}
+
+// The rescaling of a running value carried from k-1 (0 when nothing finite came before):
+// if_then_else(k-1<0, 0, if_then_else(R_{k-1} == -inf, 0, carried * exp(R_{k-1} - R_k)))
+ExprPtr carried(const Prefix& pf, const ExprPtr& value) {
+  auto scale = leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, at_prev(pf, pf.r), at_k(pf, pf.r))});
+  auto all_masked = leir::make_compare({at_prev(pf, pf.r), neg_inf()}, {leir::CompareOp::Eq});
+  return ite(k_is_first(pf), leir::make_int(0),
+             ite(all_masked, leir::make_int(0), leir::make_binary(BinaryOp::Mul, value, scale)));
+}
+
+ExprPtr centered_exp(const Prefix& pf, const ExprPtr& x) {
+  return leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, x, at_k(pf, pf.r))});
+}
+
+// Q_{s,k} = carried(Q_{s,k-1}) + exp(x - R_{s,k})
+Stmt running_sum(const Prefix& pf, const ExprPtr& x) {
+  return make_stmt(at_k(pf, pf.q), leir::make_binary(BinaryOp::Add, carried(pf, at_prev(pf, pf.q)), centered_exp(pf, x)));
+}
+
+Prefix make_prefix(const Program& p, const MaxNest& m, int names) {
+  Prefix pf;
+  auto fresh = fresh_tensor_names(p, names);
+  pf.r = fresh[0];
+  if (names > 1) pf.q = fresh[1];
+  const Loop& k = m.nest->loops[m.k];
+  pf.kv = leir::make_var(k.var);
+  pf.n = k.extent;
+  pf.s = m.stmt->lhs->args;
+  pf.like = m.stmt->lhs.get();
+  return pf;
+}
+
+// The max nest's loops with the reduction loop made serial (the running values carry along it).
+std::vector<Loop> scan_loops(const MaxNest& m) {
+  auto loops = m.nest->loops;
+  if (leir::requires_independence(loops[m.k].kind)) loops[m.k].kind = leir::LoopKind::Serial;
+  return loops;
+}
+
+std::vector<Loop> loops_without(const std::vector<Loop>& loops, size_t k) {
+  auto out = loops;
+  out.erase(out.begin() + static_cast<long>(k));
+  return out;
+}
+
+// `target_s = prefix_{s,n-1}` copies, one statement per pair, in a nest over the loops but k.
+Nest copy_last(const MaxNest& m, const Prefix& pf, const std::vector<std::pair<ExprPtr, std::string>>& pairs) {
+  std::vector<Stmt> stmts;
+  for (const auto& [target, prefix] : pairs) stmts.push_back(make_stmt(target, at_last(pf, prefix)));
+  auto loops = loops_without(m.nest->loops, m.k);
+  if (loops.empty()) {
+    Loop one;
+    one.kind = leir::LoopKind::Bound;
+    one.var = "tx";
+    loops.push_back(one);
+  }
+  return make_nest(loops, stmts);
+}
+
+// Replaces every read M_g of `tensor` in items after `from` by prefix_{g, n-1}.
+void redirect_reads(Program& out, size_t from, const std::string& tensor, const Prefix& pf, const std::string& prefix) {
+  for (size_t i = from; i < out.body.size(); ++i)
+    out.body[i] = leir::map_exprs({out.body[i]}, [&](const ExprPtr& e) {
+                    return map_reads(e, tensor, [&](const ExprPtr& r) {
+                      auto idx = r->args;
+                      idx.push_back(leir::make_int(pf.n - 1));
+                      return access_like(*pf.like, prefix, idx);
+                    });
+                  }).front();
+}
+
+// Removes `items` (sorted ascending) and inserts `replacement` where the last one was.
+Program splice(const Program& p, const std::vector<int>& items, std::vector<leir::Item> replacement) {
+  Program out = p;
+  std::vector<leir::Item> body;
+  for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
+    bool removed = std::find(items.begin(), items.end(), i) != items.end();
+    if (!removed) body.push_back(p.body[i]);
+    if (i == items.back())
+      for (auto& r : replacement) body.push_back(std::move(r));
+  }
+  out.body = std::move(body);
+  return out;
+}
+
+// Position (in the spliced body) just after the replacement block.
+size_t after_block(const std::vector<int>& items, size_t block) {
+  return static_cast<size_t>(items.back()) + 1 - items.size() + block;
+}
+
+// Chain items may all move down to `to` past the items that are not part of the chain.
+bool chain_can_sink(const analysis::UseDef& ud, const std::vector<int>& chain, int to) {
+  for (int c : chain)
+    for (int k = c + 1; k < to; ++k) {
+      if (std::find(chain.begin(), chain.end(), k) != chain.end()) continue;
+      if (conflict(ud.items[c], ud.items[k])) return false;
+    }
+  return true;
+}
+
+// ---- 36 normal_loop_max_to_prefix_max ---------------------------------------------------------
+
+class PrefixMax final : public ConsideringStrategy {
+ public:
+  std::string_view name() const override { return "normal_loop_max_to_prefix_max"; }
+  std::string_view description() const override {
+    return "max reduction -> running-max array over the reduction loop + read of its last element";
+  }
+  Exactness exactness() const override { return Exactness::Exact; }
+
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    auto ud = analysis::use_def(p);
+    MaxNest m;
+    if (!match_max(p, ud, site_item(s), m).empty()) return std::nullopt;
+    Prefix pf = make_prefix(p, m, 1);
+    std::vector<leir::Item> block;
+    block.push_back(leir::Item::of(make_nest(scan_loops(m), {running_max(pf, m.x)})));
+    block.push_back(leir::Item::of(copy_last(m, pf, {{m.stmt->lhs, pf.r}})));
+    return candidate(p, s, params, Exactness::Exact, splice(p, {m.item}, std::move(block)));
+  }
+
+ protected:
+  std::vector<Considered> consider(const Program& p) const override {
+    std::vector<Considered> out;
+    auto ud = analysis::use_def(p);
+    for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
+      MaxNest m;
+      Considered c;
+      c.site.path = {i};
+      c.site.description = fmt::format("item {}", i);
+      c.refusal = match_max(p, ud, i, m);
+      if (c.refusal == "not a single-statement nest" || c.refusal == "not a max reduction M=max(M,x)") continue;
+      c.site.description = fmt::format("max reduction into {} (item {})", m.stmt ? m.stmt->lhs->tensor : flat_nest(p, i)->body[0].stmt.lhs->tensor, i);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+};
+
+// ---- 40 / 41: max + sum-of-exp (+ normalize) --------------------------------------------------
+
+enum class Mode { SumOnly, OnlineSoftmax };
+
+class PrefixSoftmax : public ConsideringStrategy {
+ public:
+  explicit PrefixSoftmax(Mode mode) : mode_(mode) {}
+  std::string_view name() const override {
+    return mode_ == Mode::SumOnly ? "normal_loop_summation_on_exp_to_prefix_summation_on_exp" : "online_softmax";
+  }
+  std::string_view description() const override {
+    return mode_ == Mode::SumOnly
+               ? "max + sum-of-exp reductions -> one pass with running max and rescaled running sum"
+               : "softmax's max, sum-of-exp and normalize -> one statistics pass read by the normalization";
+  }
+  Exactness exactness() const override { return Exactness::Reassoc; }
+
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    auto ud = analysis::use_def(p);
+    MaxNest m;
+    SumNest sum;
+    if (!match(p, ud, site_item(s), m, sum).empty()) return std::nullopt;
+    Prefix pf = make_prefix(p, m, 2);
+    const auto& mt = m.stmt->lhs->tensor;
+    const auto& st = sum.stmt->lhs->tensor;
+    std::vector<leir::Item> block;
+    block.push_back(leir::Item::of(make_nest(scan_loops(m), {running_max(pf, m.x), running_sum(pf, m.x)})));
+    std::vector<std::pair<ExprPtr, std::string>> copies;
+    if (mode_ == Mode::SumOnly || keeps_tensor(p, ud, mt, sum.item)) copies.push_back({m.stmt->lhs, pf.r});
+    if (mode_ == Mode::SumOnly || keeps_tensor(p, ud, st, sum.item)) copies.push_back({sum.stmt->lhs, pf.q});
+    if (!copies.empty()) block.push_back(leir::Item::of(copy_last(m, pf, copies)));
+    size_t n_block = block.size();
+    std::vector<int> chain{m.item, sum.item};
+    Program out = splice(p, chain, std::move(block));
+    if (mode_ == Mode::OnlineSoftmax) {
+      size_t from = after_block(chain, n_block);
+      if (!keeps_tensor(p, ud, mt, sum.item)) redirect_reads(out, from, mt, pf, pf.r);
+      if (!keeps_tensor(p, ud, st, sum.item)) redirect_reads(out, from, st, pf, pf.q);
+    }
+    return candidate(p, s, params, Exactness::Reassoc, std::move(out));
+  }
+
+ protected:
+  std::vector<Considered> consider(const Program& p) const override {
+    std::vector<Considered> out;
+    auto ud = analysis::use_def(p);
+    for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
+      // Sites are max reductions; other items are not worth listing.
+      const Nest* n = flat_nest(p, i);
+      if (!n || n->body.size() != 1 || !is_call(*n->body[0].stmt.rhs, Func::Max)) continue;
+      MaxNest m;
+      Considered c;
+      c.site.path = {i};
+      SumNest sum;
+      c.refusal = match(p, ud, i, m, sum);
+      c.site.description = fmt::format("max reduction at item {}", i);
+      if (sum.item >= 0) c.site.path.push_back(sum.item);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  // Statistics that must stay materialized: known tensors, or read outside the softmax reads
+  // (online_softmax redirects the reads of items after the sum).
+  static bool keeps_tensor(const Program& p, const analysis::UseDef& ud, const std::string& t, int sum_item) {
+    if (is_known(p, t)) return true;
+    for (int k : ud.readers(t))
+      if (k < sum_item) return true;  // (cannot happen after match; kept for safety)
+    return false;
+  }
+
+  std::string match(const Program& p, const analysis::UseDef& ud, int i, MaxNest& m, SumNest& sum) const {
+    if (auto r = match_max(p, ud, i, m); !r.empty()) return r;
+    if (auto r = match_sum(p, ud, m, sum); !r.empty()) return r;
+    if (mode_ == Mode::OnlineSoftmax) {
+      bool normalized = false;
+      for (int k : ud.readers(sum.stmt->lhs->tensor))
+        if (k > sum.item && ud.items[k].reads.count(m.stmt->lhs->tensor)) normalized = true;
+      if (!normalized) return "no later item reads both statistics (no normalization to feed)";
+    }
+    return "";
+  }
+
+  Mode mode_;
+};
+
+struct SumOnlySoftmax final : PrefixSoftmax {
+  SumOnlySoftmax() : PrefixSoftmax(Mode::SumOnly) {}
+};
+struct OnlineSoftmax final : PrefixSoftmax {
+  OnlineSoftmax() : PrefixSoftmax(Mode::OnlineSoftmax) {}
+};
+
+// ---- 42 flashattention_wo_tiling --------------------------------------------------------------
+
+struct Attention {
+  MaxNest m;
+  SumNest sum;
+  NormNest norm;
+  int pv = -1;
+  const Nest* pv_nest = nullptr;
+  const Stmt* pv_stmt = nullptr;
+  ExprPtr v;                                 // the factor multiplied with Z
+  std::map<std::string, ExprPtr> var_map;    // P@V loop variables -> fused-nest expressions
+  std::vector<Loop> inner;                   // output-column loops (renamed)
+  std::string kk;                            // the product's reduction variable
+};
+
+std::string match_attention(const Program& p, const analysis::UseDef& ud, int i, Attention& a) {
+  if (auto r = match_max(p, ud, i, a.m); !r.empty()) return r;
+  if (auto r = match_sum(p, ud, a.m, a.sum); !r.empty()) return r;
+  if (auto r = match_norm(p, ud, a.m, a.sum, a.norm); !r.empty()) return r;
+  const std::string& z = a.norm.stmt->lhs->tensor;
+  if (is_known(p, z)) return fmt::format("the softmax result {} is a known tensor", z);
+  auto readers = ud.readers(z);
+  if (readers.size() != 1) return fmt::format("{} has {} readers (the P@V product must be the only one)", z, readers.size());
+  a.pv = readers[0];
+  const Nest* n = flat_nest(p, a.pv);
+  if (!n || n->body.size() != 1) return "the reader of the softmax is not a single-statement nest";
+  const Stmt& s = n->body[0].stmt;
+  auto acc = analysis::accumulation_of(s);
+  if (!acc || acc->op != analysis::AccumOp::Add || !is_binary(*s.rhs, BinaryOp::Add) || acc->other_self_reads != 0)
+    return "the reader of the softmax is not a sum of products O=O+Z*V";
+  const ExprPtr& term = s.rhs->args[0] == acc->self ? s.rhs->args[1] : s.rhs->args[0];
+  if (!is_binary(*term, BinaryOp::Mul)) return "the reader of the softmax is not a sum of products O=O+Z*V";
+  ExprPtr zr;
+  if (term->args[0]->is_access() && term->args[0]->tensor == z) zr = term->args[0], a.v = term->args[1];
+  else if (term->args[1]->is_access() && term->args[1]->tensor == z) zr = term->args[1], a.v = term->args[0];
+  else return "the product does not multiply the softmax result directly";
+  if (reads_tensor(a.v, z) || reads_tensor(a.v, s.lhs->tensor)) return "the other factor reads Z or O";
+  // Z_{u..., kk}: u map onto the statistics' subscripts, kk is the product's reduction variable.
+  const auto& zl = a.norm.stmt->lhs->args;
+  std::set<std::string> mapped;
+  for (size_t d = 0; d < zl.size(); ++d) {
+    const ExprPtr& r = zr->args[d];
+    if (zl[d]->is_number()) {
+      if (!r->is_number() || r->value != zl[d]->value) return "the product reads Z at other constant subscripts";
+      continue;
+    }
+    if (!r->is_var() || mapped.count(r->var_name())) return "the product reads Z through non-plain subscripts";
+    // Ranges must agree: the product's loop of this variable equals the softmax loop.
+    const Loop* pl = nullptr;
+    const Loop* ml = nullptr;
+    for (const auto& l : n->loops) if (l.var == r->var_name()) pl = &l;
+    for (const auto& l : a.m.nest->loops) if (l.var == zl[d]->var_name()) ml = &l;
+    if (!pl || !ml || pl->extent != ml->extent || pl->start != ml->start) return "loop ranges of Z's dimensions differ";
+    a.var_map[r->var_name()] = zl[d];
+    mapped.insert(r->var_name());
+  }
+  if (!zr->args.back()->is_var()) return "Z's last subscript is not a loop variable";
+  const std::string kk = a.kk = zr->args.back()->var_name();
+  if (vars_in(s.lhs).count(kk)) return "Z's last dimension is not the product's reduction";
+  for (const auto& l : n->loops)
+    if (l.var == kk && (l.extent != a.m.nest->loops[a.m.k].extent || l.start != 0))
+      return "the product's reduction loop does not cover the softmax axis";
+  if (!plain_injective_lhs(*s.lhs, n->loops, {kk})) return "the product's output subscripts are not plain loop variables";
+  if (!single_writer(ud, s.lhs->tensor, a.pv)) return fmt::format("{} is written elsewhere too", s.lhs->tensor);
+  if (!chain_can_sink(ud, {a.m.item, a.sum.item, a.norm.item}, a.pv))
+    return "items between the softmax and the product conflict with it";
+  // Output-column loops run inside the fused nest under fresh names.
+  std::set<std::string> taken;
+  for (const auto& l : a.m.nest->loops) taken.insert(l.var);
+  for (const auto& l : n->loops) {
+    if (l.var == kk) { a.var_map[l.var] = leir::make_var(a.m.nest->loops[a.m.k].var); continue; }
+    if (mapped.count(l.var)) continue;
+    Loop inner = l;
+    inner.var = fresh_var(taken);
+    taken.insert(inner.var);
+    a.var_map[l.var] = leir::make_var(inner.var);
+    a.inner.push_back(inner);
+  }
+  a.pv_nest = n;
+  a.pv_stmt = &s;
+  return "";
+}
+
+class FlashAttention final : public ConsideringStrategy {
+ public:
+  std::string_view name() const override { return "flashattention_wo_tiling"; }
+  std::string_view description() const override {
+    return "softmax followed by its P@V product -> one fused online pass (flash attention without tiling)";
+  }
+  Exactness exactness() const override { return Exactness::Reassoc; }
+
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    auto ud = analysis::use_def(p);
+    Attention a;
+    if (!match_attention(p, ud, site_item(s), a).empty()) return std::nullopt;
+    Prefix pf = make_prefix(p, a.m, 3);
+    std::string acc_name = fresh_tensor_names(p, 3)[2];
+    const MaxNest& m = a.m;
+    // A_{o', k} where o' is the product's output subscript in fused-nest variables.
+    std::vector<ExprPtr> o;
+    for (const auto& idx : a.pv_stmt->lhs->args) o.push_back(substitute_vars(idx, a.var_map));
+    auto acc_at = [&](ExprPtr k) {
+      auto idx = o;
+      idx.push_back(std::move(k));
+      return access_like(*a.pv_stmt->lhs, acc_name, idx);
+    };
+    ExprPtr q_k = at_k(pf, pf.q);
+    ExprPtr carried_acc = carried(pf, leir::make_binary(BinaryOp::Mul, acc_at(plus_const(pf.kv, -1)), at_prev(pf, pf.q)));
+    ExprPtr weight = leir::make_binary(BinaryOp::Div, centered_exp(pf, m.x), q_k);
+    ExprPtr rhs = leir::make_binary(BinaryOp::Add, leir::make_binary(BinaryOp::Div, carried_acc, q_k),
+                                    leir::make_binary(BinaryOp::Mul, weight, substitute_vars(a.v, a.var_map)));
+    Nest inner = make_nest(a.inner, {make_stmt(acc_at(pf.kv), rhs)});
+    Nest fused = make_nest(scan_loops(m), {running_max(pf, m.x), running_sum(pf, m.x)});
+    if (a.inner.empty()) fused.body.push_back(inner.body[0]);
+    else fused.body.push_back(leir::Item::of(std::move(inner)));
+
+    std::vector<leir::Item> block;
+    block.push_back(leir::Item::of(std::move(fused)));
+    // Statistics still needed elsewhere stay materialized.
+    std::vector<std::pair<ExprPtr, std::string>> copies;
+    for (auto [t, prefix] : {std::pair{m.stmt->lhs, pf.r}, std::pair{a.sum.stmt->lhs, pf.q}}) {
+      bool other = is_known(p, t->tensor);
+      for (int k : ud.readers(t->tensor)) other |= k != a.sum.item && k != a.norm.item;
+      if (other) copies.push_back({t, prefix});
+    }
+    if (!copies.empty()) block.push_back(leir::Item::of(copy_last(m, pf, copies)));
+    // O_o = A_{o, n-1} over the product's loops but its reduction.
+    std::vector<Loop> out_loops;
+    for (const auto& l : a.pv_nest->loops)
+      if (l.var != a.kk) out_loops.push_back(l);
+    std::vector<ExprPtr> last_idx = a.pv_stmt->lhs->args;
+    last_idx.push_back(leir::make_int(pf.n - 1));
+    block.push_back(leir::Item::of(make_nest(out_loops, {make_stmt(a.pv_stmt->lhs, access_like(*a.pv_stmt->lhs, acc_name, last_idx))})));
+    return candidate(p, s, params, Exactness::Reassoc, splice(p, {m.item, a.sum.item, a.norm.item, a.pv}, std::move(block)));
+  }
+
+ protected:
+  std::vector<Considered> consider(const Program& p) const override {
+    std::vector<Considered> out;
+    auto ud = analysis::use_def(p);
+    for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
+      const Nest* n = flat_nest(p, i);
+      if (!n || n->body.size() != 1 || !is_call(*n->body[0].stmt.rhs, Func::Max)) continue;
+      Attention a;
+      Considered c;
+      c.refusal = match_attention(p, ud, i, a);
+      c.site.path = {i};
+      for (int k : {a.sum.item, a.norm.item, a.pv})
+        if (k >= 0) c.site.path.push_back(k);
+      c.site.description = fmt::format("softmax whose max reduction is item {}", i);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+};
+
+RegisterStrategy<PrefixMax> reg_prefix_max(36);
+RegisterStrategy<SumOnlySoftmax> reg_prefix_sum(40);
+RegisterStrategy<OnlineSoftmax> reg_online(41);
+RegisterStrategy<FlashAttention> reg_flash(42);
+
+}  // namespace
+}  // namespace steptp::strategies
