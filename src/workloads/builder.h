@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ class ProgramBuilder {
   // Appends the nest "B^{e0}_{tx=0}L^{e1}_{a=0}...[s1;s2;];" — statements are templates
   // separated by ';' (a trailing ';' is optional).
   void nest(const std::vector<int64_t>& extents, const std::string& stmts);
+  // Brace lists of extents ({n}, {n, m}) pick this overload instead of the LoopSpec one.
+  void nest(std::initializer_list<int64_t> extents, const std::string& stmts) {
+    nest(std::vector<int64_t>(extents), stmts);
+  }
   // Appends a nest with explicit loop kinds and variables, e.g. {{'L',2,"a"},{'B',4,"tx"}}.
   struct LoopSpec {
     char kind;
@@ -62,6 +67,7 @@ class ProgramBuilder {
     std::string var;
   };
   void nest(const std::vector<LoopSpec>& loops, const std::string& stmts);
+  void nest_loops(const std::vector<LoopSpec>& loops, const std::string& stmts) { nest(loops, stmts); }
   // Appends raw body text after template expansion (for nests nested inside nests).
   void raw(const std::string& tmpl);
 
