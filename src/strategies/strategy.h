@@ -66,6 +66,19 @@ class Strategy {
   virtual std::vector<Refusal> explain(const leir::Program& p) const = 0;
 };
 
+// Convenience base: one pass over the program yields both the legal sites and the refusals, so
+// sites() and explain() cannot disagree.
+struct Survey {
+  std::vector<Site> sites;
+  std::vector<Refusal> refusals;
+};
+class SurveyStrategy : public Strategy {
+ public:
+  virtual Survey survey(const leir::Program& p) const = 0;
+  std::vector<Site> sites(const leir::Program& p) const override { return survey(p).sites; }
+  std::vector<Refusal> explain(const leir::Program& p) const override { return survey(p).refusals; }
+};
+
 // The registry: all 43 strategies in the order of STRATEGIES.md.
 inline constexpr int kStrategyCount = 43;
 // The 43 names of STRATEGIES.md, in order (whether or not each is registered yet).

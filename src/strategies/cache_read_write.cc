@@ -1,0 +1,173 @@
+// cache_read_write (STRATEGIES.md 18): stage a tensor of a top-level nest through a copy in
+// local (`l`) or shared (`s`) scope.
+//  * read: a tensor the nest reads (always at one subscript) but does not write is copied, over
+//    exactly the elements the nest reads, into a fresh buffer just before the nest, and the nest
+//    reads the buffer;
+//  * write: a tensor the nest defines first (no earlier item touches it), always written at one
+//    subscript, is computed into a fresh buffer and copied out right after the nest.
+#include <map>
+#include <set>
+
+#include "analysis/affine.h"
+#include "analysis/names.h"
+#include "analysis/rewrite.h"
+#include "leir/printer.h"
+#include "strategies/loop_sites.h"
+#include "strategies/strategy.h"
+
+namespace steptp::strategies {
+namespace {
+
+using analysis::NestRef;
+using leir::ExprPtr;
+using leir::Loop;
+using leir::Program;
+
+enum Mode { kRead = 0, kWrite = 1 };
+
+struct Staging {
+  std::string tensor;
+  ExprPtr access;                     // the one subscript used
+  std::vector<const Loop*> loops;     // loops the subscript uses, outermost first
+};
+
+// Every access in `occ` must be the same, affine, gather-free, with each variable bound to the
+// same loop. "" and fills `st` on success.
+std::string common_access(const std::vector<std::pair<ExprPtr, const std::vector<const Loop*>*>>& occ, Staging* st) {
+  const ExprPtr& first = occ.front().first;
+  std::map<std::string, const Loop*> bind;
+  for (const auto& [acc, loops] : occ) {
+    if (!leir::equal(acc, first)) return "accessed at different subscripts";
+    for (const auto& sub : acc->args) {
+      auto a = analysis::to_affine(sub);
+      if (!a) return "non-affine subscript " + leir::print_expr(sub);
+      for (const auto& v : a->order) {
+        const Loop* l = nullptr;
+        for (auto it = loops->rbegin(); it != loops->rend(); ++it)
+          if ((*it)->var == v) {
+            l = *it;
+            break;
+          }
+        if (!l) return "subscript variable " + v + " is not a loop variable";
+        auto [it, inserted] = bind.emplace(v, l);
+        if (!inserted && it->second != l) return "variable " + v + " bound by different loops";
+      }
+    }
+  }
+  st->access = first;
+  st->tensor = first->tensor;
+  st->loops.clear();
+  // Loop order: as they enclose the first occurrence.
+  for (const Loop* l : *occ.front().second)
+    for (const auto& [v, bl] : bind)
+      if (bl == l) st->loops.push_back(l);
+  return {};
+}
+
+std::vector<std::string> tensors_of(const NestRef& n, Mode mode) {
+  std::set<std::string> reads, writes;
+  for (const auto& s : analysis::stmts_in(n)) {
+    writes.insert(s.stmt->lhs->tensor);
+    for (const auto& r : analysis::reads_of(*s.stmt)) reads.insert(r->tensor);
+  }
+  return std::vector<std::string>(mode == kRead ? reads.begin() : writes.begin(), mode == kRead ? reads.end() : writes.end());
+}
+
+std::string analyze(const Program& p, const analysis::UseDef& ud, const NestRef& n, Mode mode,
+                    const std::string& t, Staging* st) {
+  auto stmts = analysis::stmts_in(n);
+  std::vector<std::pair<ExprPtr, const std::vector<const Loop*>*>> occ;
+  bool written = false;
+  for (const auto& s : stmts) {
+    if (s.stmt->lhs->tensor == t) {
+      written = true;
+      if (mode == kWrite) occ.push_back({s.stmt->lhs, &s.loops});
+    }
+    if (mode == kRead)
+      for (const auto& r : analysis::reads_of(*s.stmt))
+        if (r->tensor == t) occ.push_back({r, &s.loops});
+  }
+  if (mode == kRead && written) return "the nest also writes " + t;
+  if (mode == kWrite) {
+    int top = n.path[0];
+    if (ud.written_before(top, t) || ud.read_before(top, t)) return t + " is used before the nest";
+  }
+  auto* tl = p.find_known(t);
+  (void)tl;
+  // stmts_in's loop vectors live in `stmts`; copy the binding before they go away.
+  std::string why = common_access(occ, st);
+  return why;
+}
+
+leir::Item copy_item(const std::vector<const Loop*>& loops, leir::Stmt s) {
+  if (loops.empty()) return leir::Item::of(std::move(s));
+  std::vector<Loop> ls;
+  for (const Loop* l : loops) ls.push_back(loops::make_loop(leir::LoopKind::Serial, l->extent, l->var, l->start));
+  return leir::Item::of(loops::make_nest(std::move(ls), {leir::Item::of(std::move(s))}));
+}
+
+class CacheReadWrite final : public SurveyStrategy {
+ public:
+  std::string_view name() const override { return "cache_read_write"; }
+  std::string_view description() const override {
+    return "stage a nest's input through an l/s copy (read), or compute into an l/s buffer and copy out (write)";
+  }
+  Exactness exactness() const override { return Exactness::Exact; }
+
+  Survey survey(const Program& p) const override {
+    Survey sv;
+    auto ud = analysis::use_def(p);
+    for (const auto& n : analysis::all_nests(p.body)) {
+      if (n.path.size() != 1) continue;  // top-level nests: the copies run as their own nests
+      for (int mode : {kRead, kWrite}) {
+        auto ts = tensors_of(n, static_cast<Mode>(mode));
+        for (int i = 0; i < static_cast<int>(ts.size()); ++i) {
+          std::string where = "nest " + loops::path_text(n.path) + (mode == kRead ? ", read " : ", write ") + ts[i];
+          Staging st;
+          std::string why = analyze(p, ud, n, static_cast<Mode>(mode), ts[i], &st);
+          if (why.empty()) sv.sites.push_back({n.path, {mode, i}, where});
+          else sv.refusals.push_back({where, why});
+        }
+      }
+    }
+    return sv;
+  }
+
+  std::vector<Params> param_space(const Program&, const Site&) const override {
+    return {{{"scope", std::string("l")}}, {{"scope", std::string("s")}}};
+  }
+
+  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
+    NestRef n = loops::nest_at(p, site.path);
+    Mode mode = static_cast<Mode>(site.detail.at(0));
+    auto ts = tensors_of(n, mode);
+    int idx = site.detail.at(1);
+    if (idx < 0 || idx >= static_cast<int>(ts.size())) return std::nullopt;
+    const std::string& scope_text = std::get<std::string>(params.at("scope"));
+    auto scope = leir::parse_scope(scope_text.empty() ? '?' : scope_text[0]);
+    if (!scope || *scope == leir::Scope::Global) return std::nullopt;
+    auto ud = analysis::use_def(p);
+    Staging st;
+    if (!analyze(p, ud, n, mode, ts[idx], &st).empty()) return std::nullopt;
+    analysis::NameAllocator names(p);
+    std::string buf = names.fresh_tensor();
+    leir::Nest nest = *n.nest;
+    nest.body = analysis::rewrite_accesses(n.nest->body, st.tensor,
+                                           [&](const ExprPtr& a) { return analysis::renamed(a, buf, *scope); });
+    ExprPtr staged = analysis::renamed(st.access, buf, *scope);
+    std::vector<leir::Item> items;
+    if (mode == kRead) {
+      items.push_back(copy_item(st.loops, leir::Stmt{staged, st.access, {}}));
+      items.push_back(leir::Item::of(std::move(nest)));
+    } else {
+      items.push_back(leir::Item::of(std::move(nest)));
+      items.push_back(copy_item(st.loops, leir::Stmt{st.access, staged, {}}));
+    }
+    return loops::make_candidate(name(), params, Exactness::Exact, loops::with_items(p, site.path, std::move(items)));
+  }
+};
+
+RegisterStrategy<CacheReadWrite> reg(18);
+
+}  // namespace
+}  // namespace steptp::strategies

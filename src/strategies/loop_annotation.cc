@@ -1,0 +1,212 @@
+// Loop annotations (STRATEGIES.md 13-16): unroll, parallelize, vectorize, bind. The kind never
+// changes a program's value (LEIR.md §3), so these are exact; P, V and B promise independent
+// iterations.
+//
+// Policy (documented choice): P, V and B are only given to loops whose iterations are fully
+// independent — no cross-iteration accumulation either. LEIR.md allows parallel reductions on
+// such loops, but a strategy that introduces one would make every target implement a reduction
+// where the input had none; the conservative choice keeps each result trivially lowerable.
+#include <algorithm>
+#include <map>
+
+#include "analysis/dependence.h"
+#include "analysis/names.h"
+#include "analysis/rewrite.h"
+#include "strategies/loop_sites.h"
+#include "strategies/strategy.h"
+
+namespace steptp::strategies {
+namespace {
+
+using analysis::NestRef;
+using leir::Loop;
+using leir::LoopKind;
+using leir::Program;
+
+constexpr int64_t kMaxUnrollExtent = 16;
+
+std::string independence_refusal(const NestRef& n, int k) {
+  auto c = analysis::check_loop(n, k);
+  if (c.kind == analysis::LoopDep::Independent) return {};
+  return c.kind == analysis::LoopDep::ReductionOnly ? "parallel reduction (refused by policy): " + c.reason : c.reason;
+}
+
+Candidate with_kind(std::string_view strategy, const Program& p, const Site& site, const Params& params,
+                    LoopKind kind) {
+  NestRef n = loops::nest_at(p, site.path);
+  leir::Nest out = *n.nest;
+  out.loops[site.detail.at(0)].kind = kind;
+  return loops::make_candidate(strategy, params, Exactness::Exact,
+                               loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
+}
+
+// Common shape: a site per loop; `refuse` returns "" when the loop qualifies.
+template <class Refuse>
+Survey survey_loops(const Program& p, Refuse refuse) {
+  Survey s;
+  for (const auto& n : analysis::all_nests(p.body))
+    for (int k = 0; k < static_cast<int>(n.nest->loops.size()); ++k) {
+      std::string where = loops::loop_site_text(n, k);
+      std::string why = refuse(n, k);
+      if (why.empty()) s.sites.push_back({n.path, {k}, where});
+      else s.refusals.push_back({where, why});
+    }
+  return s;
+}
+
+std::string kind_refusal(const Loop& l) {
+  if (l.kind != LoopKind::Serial) return std::string("loop is already ") + leir::to_char(l.kind);
+  if (l.extent < 2) return "extent " + std::to_string(l.extent);
+  return {};
+}
+
+class LoopUnrolling final : public SurveyStrategy {
+ public:
+  std::string_view name() const override { return "loop_unrolling"; }
+  std::string_view description() const override { return "mark a serial loop of small extent as unrolled (U)"; }
+  Exactness exactness() const override { return Exactness::Exact; }
+  Survey survey(const Program& p) const override {
+    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+      const Loop& l = n.nest->loops[k];
+      if (auto w = kind_refusal(l); !w.empty()) return w;
+      if (l.extent > kMaxUnrollExtent) return "extent " + std::to_string(l.extent) + " > " + std::to_string(kMaxUnrollExtent);
+      return {};
+    });
+  }
+  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    return with_kind(name(), p, s, params, LoopKind::Unrolled);
+  }
+};
+
+class LoopParallelization final : public SurveyStrategy {
+ public:
+  std::string_view name() const override { return "loop_parallelization"; }
+  std::string_view description() const override { return "mark an independent serial loop as parallel (P)"; }
+  Exactness exactness() const override { return Exactness::Exact; }
+  Survey survey(const Program& p) const override {
+    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+      if (auto w = kind_refusal(n.nest->loops[k]); !w.empty()) return w;
+      auto enclosing = n.outer;
+      for (int j = 0; j < k; ++j) enclosing.push_back(&n.nest->loops[j]);
+      for (const Loop* l : enclosing)
+        if (l->kind == LoopKind::Parallel) return "already inside parallel loop " + l->var;
+      return independence_refusal(n, k);
+    });
+  }
+  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    return with_kind(name(), p, s, params, LoopKind::Parallel);
+  }
+};
+
+class LoopVectorization final : public SurveyStrategy {
+ public:
+  std::string_view name() const override { return "loop_vectorization"; }
+  std::string_view description() const override {
+    return "mark an independent innermost serial loop as vectorized (V)";
+  }
+  Exactness exactness() const override { return Exactness::Exact; }
+  Survey survey(const Program& p) const override {
+    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+      if (auto w = kind_refusal(n.nest->loops[k]); !w.empty()) return w;
+      bool innermost = k + 1 == static_cast<int>(n.nest->loops.size()) &&
+                       std::all_of(n.nest->body.begin(), n.nest->body.end(), [](const leir::Item& i) { return i.is_stmt(); });
+      if (!innermost) return "not the innermost loop";
+      return independence_refusal(n, k);
+    });
+  }
+  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    return with_kind(name(), p, s, params, LoopKind::Vectorized);
+  }
+};
+
+// CUDA limits: threads per block ≤ 1024 (x, y ≤ 1024, z ≤ 64); grid y, z ≤ 65535.
+struct AxisLimit {
+  const char* axis;
+  int64_t max_extent;
+  bool thread;
+};
+constexpr AxisLimit kAxes[] = {{"bx", 2147483647, false}, {"by", 65535, false}, {"bz", 65535, false},
+                               {"ty", 1024, true},        {"tz", 64, true}};
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+
+// Extent bound to each axis in the kernel (the top-level item): the largest loop per axis.
+std::map<std::string, int64_t> bound_axes(const Program& p, int top) {
+  std::map<std::string, int64_t> axes;
+  for (const auto& n : analysis::all_nests(p.body)) {
+    if (n.path[0] != top) continue;
+    for (const auto& l : n.nest->loops)
+      if (l.kind == LoopKind::Bound && analysis::is_axis_name(l.var)) {
+        auto& e = axes[l.var.substr(0, 2)];
+        e = std::max(e, l.extent);
+      }
+  }
+  return axes;
+}
+
+std::vector<std::string> free_axes(const Program& p, const NestRef& n, int k) {
+  auto used = bound_axes(p, n.path[0]);
+  int64_t threads = 1;
+  for (const auto& [axis, extent] : used)
+    if (axis[0] == 't') threads *= extent;
+  int64_t extent = n.nest->loops[k].extent;
+  std::vector<std::string> out;
+  for (const auto& a : kAxes) {
+    if (used.count(a.axis) || extent > a.max_extent) continue;
+    if (a.thread && threads * extent > kMaxThreadsPerBlock) continue;
+    out.push_back(a.axis);
+  }
+  return out;
+}
+
+class LoopBinding final : public SurveyStrategy {
+ public:
+  std::string_view name() const override { return "loop_binding"; }
+  std::string_view description() const override {
+    return "bind an independent loop to a free GPU axis (bx/by/bz, ty/tz) within CUDA limits, renaming its index";
+  }
+  Exactness exactness() const override { return Exactness::Exact; }
+  Survey survey(const Program& p) const override {
+    return survey_loops(p, [&p](const NestRef& n, int k) -> std::string {
+      const Loop& l = n.nest->loops[k];
+      if (l.kind == LoopKind::Bound) return "loop is already bound";
+      if (l.kind != LoopKind::Serial && l.kind != LoopKind::Parallel) return std::string("loop is ") + leir::to_char(l.kind);
+      if (l.extent < 2) return "extent " + std::to_string(l.extent);
+      if (free_axes(p, n, k).empty()) return "no free hardware axis within the limits (1024 threads per block)";
+      return independence_refusal(n, k);
+    });
+  }
+  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+    std::vector<Params> out;
+    for (const auto& a : free_axes(p, loops::nest_at(p, s.path), s.detail.at(0))) out.push_back({{"axis", a}});
+    return out;
+  }
+  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+    NestRef n = loops::nest_at(p, s.path);
+    int k = s.detail.at(0);
+    const auto& axis = std::get<std::string>(params.at("axis"));
+    auto axes = free_axes(p, n, k);
+    if (std::find(axes.begin(), axes.end(), axis) == axes.end()) return std::nullopt;
+    analysis::NameAllocator names(p);
+    std::string var = names.fresh_axis_var(axis);
+    leir::Nest out = *n.nest;
+    std::string old = out.loops[k].var;
+    out.loops[k].kind = LoopKind::Bound;
+    out.loops[k].var = var;
+    analysis::Affine by;
+    by.add_term(var, 1);
+    out.body = analysis::substitute_var(n.nest->body, old, by);
+    return loops::make_candidate(name(), params, Exactness::Exact,
+                                 loops::with_items(p, s.path, {leir::Item::of(std::move(out))}));
+  }
+};
+
+RegisterStrategy<LoopUnrolling> reg_unroll(13);
+RegisterStrategy<LoopParallelization> reg_par(14);
+RegisterStrategy<LoopVectorization> reg_vec(15);
+RegisterStrategy<LoopBinding> reg_bind(16);
+
+}  // namespace
+}  // namespace steptp::strategies

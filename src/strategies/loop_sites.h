@@ -1,0 +1,36 @@
+// Helpers shared by the loop/schedule strategies (9-22): addressing a nest by its path, site
+// descriptions, splitting a loop with flat subscripts, and building candidates.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/names.h"
+#include "analysis/structure.h"
+#include "leir/ast.h"
+#include "strategies/strategy.h"
+
+namespace steptp::strategies::loops {
+
+std::string path_text(const analysis::Path& p);  // "2" or "2.0.1"
+std::string loop_site_text(const analysis::NestRef& n, int loop);  // "nest 2, loop c (L^{16})"
+
+// The NestRef of the nest at `path` (recomputed from the program).
+analysis::NestRef nest_at(const leir::Program& p, const analysis::Path& path);
+
+// Program with the nest at `path` replaced by `items`.
+leir::Program with_items(const leir::Program& p, const analysis::Path& path, std::vector<leir::Item> items);
+
+// Splits loop `k` of `n` into outer (extent `outer`) and inner (extent/outer) loops at
+// positions k and k+1, substituting var -> o*inner+i+start. A bound loop keeps its axis name
+// on the outer loop; a vectorized loop keeps V on the inner loop.
+leir::Nest split_loop(const leir::Nest& n, int k, int64_t outer, analysis::NameAllocator& names);
+
+std::vector<int64_t> proper_divisors(int64_t n);  // 1 < d < n, increasing
+
+Candidate make_candidate(std::string_view strategy, Params params, Exactness ex, leir::Program program);
+
+leir::Nest make_nest(std::vector<leir::Loop> loops, std::vector<leir::Item> body);
+leir::Loop make_loop(leir::LoopKind kind, int64_t extent, std::string var, int64_t start = 0);
+
+}  // namespace steptp::strategies::loops
