@@ -113,7 +113,10 @@ void conv_nest(ProgramBuilder& b, const ConvShape& s, const std::string& src, co
                     (s.dilation == 1 ? kv : fmt::format("{}*{}", kv, s.dilation)));
   }
   std::string o = fmt::format("${}[{}]", out, joined(o_idx));
-  b.nest(loops, fmt::format("{0}={0}+${1}[{2}]*${3}[{4}]", o, weight, joined(w_idx), src, joined(x_idx)));
+  std::string w = fmt::format("${}[{}]", weight, joined(w_idx)), x = fmt::format("${}[{}]", src, joined(x_idx));
+  // The public translator multiplies weight*input, but input*weight when it read a padded copy.
+  bool padded = src != "x";
+  b.nest(loops, o + "=" + o + "+" + (padded ? x + "*" + w : w + "*" + x));
 }
 
 std::string torch_conv_call(int dims, const std::string& x, const std::string& w, const std::string& groups) {

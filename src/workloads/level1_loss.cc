@@ -63,7 +63,8 @@ def reference(t, hp):
 }
 
 // KL divergence as KernelBench feeds it: both arguments are softmax distributions (here of the
-// logit inputs A and C), loss = sum(t * (log t - log p)) / batch.
+// logit inputs A and C; the prediction enters as a stable log-softmax), loss =
+// sum(t * (log t - log p)) / batch.
 Workload kl_div_loss() {
   Workload w;
   w.name = "kl_div_loss";
@@ -82,15 +83,16 @@ Workload kl_div_loss() {
     b.nest({n, d}, "$tmax[tx]=max($tmax[tx],$t[tx,a])");
     b.nest({n, d}, "$tsum[tx]=$tsum[tx]+exp($t[tx,a]-$tmax[tx])");
     b.nest({n, d}, "$prob[tx,a]=exp($t[tx,a]-$tmax[tx])/$tsum[tx]");
-    b.nest({n, d}, "$kl=$kl+($prob[tx,a]*log($prob[tx,a])-$prob[tx,a]*$logp[tx,a])");
+    // PyTorch's kl_div counts target entries equal to 0 as 0 (not 0*log 0 = nan).
+    b.nest({n, d}, "$kl=$kl+if_then_else($prob[tx,a]>0,$prob[tx,a]*log($prob[tx,a])-$prob[tx,a]*$logp[tx,a],0)");
     b.nest({1}, fmt::format("$out=$kl/{}", n));
     return b.finish();
   };
   w.torch_reference = R"(
 def reference(t, hp):
-    p = F.softmax(t["A"], dim=1)
+    logp = F.log_softmax(t["A"], dim=1)
     q = F.softmax(t["C"], dim=1)
-    return {"D": F.kl_div(torch.log(p), q, reduction="batchmean")}
+    return {"D": F.kl_div(logp, q, reduction="batchmean")}
 )";
   return w;
 }
