@@ -26,6 +26,12 @@ TEST(Registry, LevelOneCoversEveryRequiredFamily) {
     EXPECT_TRUE(names.insert(w.name).second) << "duplicate " << w.name;
     EXPECT_TRUE(w.build) << w.name;
     EXPECT_NE(w.torch_reference.find("def reference(t, hp)"), std::string::npos) << w.name;
+    for (const auto& p : w.params)
+      for (const auto& [lo, hi] : p.by_size) {
+        EXPECT_LE(p.lo, lo) << w.name << "." << p.name;
+        EXPECT_LE(lo, hi) << w.name << "." << p.name;
+        EXPECT_LE(hi, p.hi) << w.name << "." << p.name;
+      }
     if (w.level == 1) {
       ++level1;
       ++per_family[w.family];
