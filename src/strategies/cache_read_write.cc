@@ -12,6 +12,7 @@
 #include "analysis/names.h"
 #include "analysis/rewrite.h"
 #include "leir/printer.h"
+#include "leir/tensors.h"
 #include "strategies/loop_sites.h"
 #include "strategies/strategy.h"
 
@@ -73,7 +74,7 @@ std::vector<std::string> tensors_of(const NestRef& n, Mode mode) {
   return std::vector<std::string>(mode == kRead ? reads.begin() : writes.begin(), mode == kRead ? reads.end() : writes.end());
 }
 
-std::string analyze(const Program& p, const analysis::UseDef& ud, const NestRef& n, Mode mode,
+std::string analyze(const leir::TensorTable& table, const analysis::UseDef& ud, const NestRef& n, Mode mode,
                     const std::string& t, Staging* st) {
   auto stmts = analysis::stmts_in(n);
   std::vector<std::pair<ExprPtr, const std::vector<const Loop*>*>> occ;
@@ -92,11 +93,20 @@ std::string analyze(const Program& p, const analysis::UseDef& ud, const NestRef&
     int top = n.path[0];
     if (ud.written_before(top, t) || ud.read_before(top, t)) return t + " is used before the nest";
   }
-  auto* tl = p.find_known(t);
-  (void)tl;
-  // stmts_in's loop vectors live in `stmts`; copy the binding before they go away.
   std::string why = common_access(occ, st);
-  return why;
+  if (!why.empty() || mode == kWrite) return why;
+  // The copy runs every iteration unguarded, while the nest may read only under a lazy
+  // if_then_else (padding: A_{c-1} when 1<=c): the subscripts must be in bounds everywhere.
+  std::map<std::string, analysis::Interval> ranges;
+  for (const Loop* l : st->loops) ranges[l->var] = {l->start, l->start + l->extent - 1};
+  const auto* info = table.find(t);
+  if (!info) return "unknown tensor " + t;
+  for (size_t d = 0; d < st->access->args.size() && d < info->shape.size(); ++d) {
+    auto b = analysis::bounds(*analysis::to_affine(st->access->args[d]), ranges);
+    if (!b || b->lo < 0 || b->hi >= info->shape[d])
+      return "subscript " + leir::print_expr(st->access->args[d]) + " leaves the tensor on some iterations (guarded read)";
+  }
+  return {};
 }
 
 leir::Item copy_item(const std::vector<const Loop*>& loops, leir::Stmt s) {
@@ -117,6 +127,7 @@ class CacheReadWrite final : public SurveyStrategy {
   Survey survey(const Program& p) const override {
     Survey sv;
     auto ud = analysis::use_def(p);
+    auto table = leir::build_tensor_table(p);
     for (const auto& n : analysis::all_nests(p.body)) {
       if (n.path.size() != 1) continue;  // top-level nests: the copies run as their own nests
       for (int mode : {kRead, kWrite}) {
@@ -124,7 +135,7 @@ class CacheReadWrite final : public SurveyStrategy {
         for (int i = 0; i < static_cast<int>(ts.size()); ++i) {
           std::string where = "nest " + loops::path_text(n.path) + (mode == kRead ? ", read " : ", write ") + ts[i];
           Staging st;
-          std::string why = analyze(p, ud, n, static_cast<Mode>(mode), ts[i], &st);
+          std::string why = analyze(table, ud, n, static_cast<Mode>(mode), ts[i], &st);
           if (why.empty()) sv.sites.push_back({n.path, {mode, i}, where});
           else sv.refusals.push_back({where, why});
         }
@@ -148,7 +159,7 @@ class CacheReadWrite final : public SurveyStrategy {
     if (!scope || *scope == leir::Scope::Global) return std::nullopt;
     auto ud = analysis::use_def(p);
     Staging st;
-    if (!analyze(p, ud, n, mode, ts[idx], &st).empty()) return std::nullopt;
+    if (!analyze(leir::build_tensor_table(p), ud, n, mode, ts[idx], &st).empty()) return std::nullopt;
     analysis::NameAllocator names(p);
     std::string buf = names.fresh_tensor();
     leir::Nest nest = *n.nest;

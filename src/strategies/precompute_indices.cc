@@ -2,6 +2,7 @@
 // a top-level nest becomes an i64 index table computed once, just before the nest, over the
 // loops the subscript uses; every occurrence in the nest (same expression, same loops) then
 // reads the table: A_{tx,c+f} → A_{tx,I_{c,f}}.
+#include <functional>
 #include <map>
 
 #include "analysis/affine.h"
@@ -71,7 +72,9 @@ std::vector<Candidate_> subscripts_of(const NestRef& n) {
         }
       });
     };
-    visit(s.stmt->lhs);
+    // Read subscripts only: a table read in a write subscript would make the written
+    // intermediate's shape data-dependent (LEIR.md §4 infers shapes from affine writes).
+    for (const auto& sub : s.stmt->lhs->args) visit(sub);
     visit(s.stmt->rhs);
   }
   return out;
@@ -137,7 +140,26 @@ class PrecomputeIndices final : public SurveyStrategy {
     r.target = c.subscript.get();
     r.by = table;
     leir::Nest nest = *n.nest;
-    nest.body = leir::map_exprs(n.nest->body, [&](const ExprPtr& e) { return r.mutate(e); });
+    // Rewrites reads only: the lhs keeps its own subscripts (gathers nested in them are reads).
+    std::function<std::vector<leir::Item>(const std::vector<leir::Item>&)> rewrite = [&](const std::vector<leir::Item>& body) {
+      std::vector<leir::Item> out;
+      for (const auto& item : body) {
+        if (item.is_nest()) {
+          leir::Nest nn = item.nest;
+          nn.body = rewrite(item.nest.body);
+          out.push_back(leir::Item::of(std::move(nn)));
+          continue;
+        }
+        leir::Stmt st = item.stmt;
+        std::vector<ExprPtr> idx;
+        for (const auto& sub : st.lhs->args) idx.push_back(r.mutate(sub));
+        st.lhs = analysis::with_indices(st.lhs, std::move(idx));
+        st.rhs = r.mutate(st.rhs);
+        out.push_back(leir::Item::of(std::move(st)));
+      }
+      return out;
+    };
+    nest.body = rewrite(n.nest->body);
     leir::Stmt def{table, c.subscript, {}};
     leir::Item def_item = ls.empty() ? leir::Item::of(def) : leir::Item::of(loops::make_nest(ls, {leir::Item::of(def)}));
     return loops::make_candidate(name(), params, Exactness::Exact,

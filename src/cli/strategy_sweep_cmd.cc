@@ -1,0 +1,152 @@
+// steptp strategy-sweep [--composites N] [--seed S] [--samples K] [--strategy NAME] [--json]
+//                       [--failures]
+// The issue-4 sweep: every registered strategy at every site (≤ K parameter samples per site)
+// of every workload at `tiny` size, N random composites and the 10 examples of ../shared; every
+// result is checked against its input (strategies/equivalence.h). Prints, per strategy: inputs
+// where it applied (and how many distinct named inputs), results, verified, failed, results per
+// exactness class, exact-claim violations, refusals with reasons, exceptions.
+// Exit 0 when nothing failed and every strategy applied to ≥ 3 distinct inputs; 1 otherwise.
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "leir/printer.h"
+#include "leir/program_io.h"
+#include "strategies/equivalence.h"
+#include "strategies/sampler.h"
+#include "strategies/strategy.h"
+#include "workloads/composite.h"
+#include "workloads/workload.h"
+
+namespace steptp::cli {
+namespace {
+
+struct Row {
+  int programs = 0, results = 0, verified = 0, failed = 0, refusals = 0, errors = 0, exact_claim_broken = 0;
+  std::map<std::string, int> by_class;
+  std::set<std::string> inputs;  // distinct input names where it applied
+};
+
+struct Input {
+  std::string name;
+  leir::Program program;
+};
+
+std::vector<Input> sweep_inputs(const std::string& shared, int composites, uint64_t seed, bool examples) {
+  std::vector<Input> out;
+  for (const auto& w : workloads::all_workloads()) {
+    try {
+      out.push_back({w.name, workloads::emit(w, seed, workloads::SizeClass::Tiny)});
+    } catch (const std::exception& e) {
+      std::cerr << "warning: workload " << w.name << ": " << e.what() << "\n";
+    }
+  }
+  if (composites > 0) {
+    auto cs = workloads::sample_composites(composites, seed, workloads::SizeClass::Tiny);
+    for (size_t i = 0; i < cs.size(); ++i) out.push_back({"composite" + std::to_string(i), std::move(cs[i])});
+  }
+  if (examples)
+    for (const char* n : {"argmax", "conv2d_pad1", "gelu", "gemm_multiply_leakyrelu", "layernorm", "matmul",
+                          "maxpool2d", "nll_loss_mean", "online_softmax", "softmax"})
+      for (auto& p : leir::read_programs(shared + "/examples/" + n + ".json")) out.push_back({std::string("example:") + n, std::move(p)});
+  return out;
+}
+
+RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and verify every result (issue 4 sweep)",
+                     [](CLI::App& sub) {
+  struct Opts {
+    int composites = 100, samples = 3;
+    uint64_t seed = 0;
+    std::string strategy, shared = "../shared";
+    bool json = false, failures = false, no_examples = false;
+  };
+  auto o = std::make_shared<Opts>();
+  sub.group("");  // hidden: a test/benchmark command
+  sub.add_option("--composites", o->composites, "random composites (default 100)");
+  sub.add_option("--samples", o->samples, "parameter samples per site (default 3)");
+  sub.add_option("--seed", o->seed, "seed of workloads, composites and samples (default 0)");
+  sub.add_option("--strategy", o->strategy, "only this strategy");
+  sub.add_option("--shared", o->shared, "the shared data folder (examples/), default ../shared");
+  sub.add_flag("--no-examples", o->no_examples, "skip the 10 examples");
+  sub.add_flag("--json", o->json, "one JSON object per strategy instead of the table");
+  sub.add_flag("--failures", o->failures, "print every failing result (stderr)");
+  return [o]() -> int {
+    auto inputs = sweep_inputs(o->shared, o->composites, o->seed, !o->no_examples);
+    std::vector<const strategies::Strategy*> ss;
+    for (const auto* s : strategies::all_strategies())
+      if (o->strategy.empty() || s->name() == o->strategy) ss.push_back(s);
+    std::map<std::string, Row> rows;
+    for (const auto& in : inputs) {
+      for (const auto* s : ss) {
+        Row& r = rows[std::string(s->name())];
+        std::vector<strategies::Candidate> cands;
+        try {
+          r.refusals += static_cast<int>(s->explain(in.program).size());
+          strategies::SampleOptions so;
+          so.seed = o->seed;
+          so.per_site = o->samples;
+          cands = strategies::sample_candidates(*s, in.program, so);
+        } catch (const std::exception& e) {
+          ++r.errors;
+          if (o->failures) std::cerr << s->name() << " on " << in.name << " threw: " << e.what() << "\n";
+          continue;
+        }
+        if (!cands.empty()) {
+          ++r.programs;
+          r.inputs.insert(in.name);
+        }
+        for (const auto& c : cands) {
+          ++r.results;
+          ++r.by_class[std::string(strategies::to_string(c.exactness))];
+          auto eq = strategies::check_equivalent(in.program, c.program);
+          if (eq.ok) {
+            ++r.verified;
+            if (c.exactness == strategies::Exactness::Exact && !eq.exact) ++r.exact_claim_broken;
+          } else {
+            ++r.failed;
+            if (o->failures)
+              std::cerr << s->name() << " on " << in.name << " site " << c.site << " "
+                        << strategies::params_to_json(c.params) << ": " << eq.message << "\n  "
+                        << leir::print_body(in.program.body) << "\n  -> " << leir::print_body(c.program.body) << "\n";
+          }
+        }
+      }
+    }
+    bool ok = true;
+    if (!o->json)
+      std::cout << fmt::format("{} inputs ({} workloads at tiny, {} composites, examples: {})\n", inputs.size(),
+                               workloads::all_workloads().size(), o->composites, o->no_examples ? "no" : "10")
+                << fmt::format("{:<56} {:>6} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8} {:>6}\n", "strategy",
+                               "progs", "dist", "results", "verified", "failed", "exact", "reassoc", "algebraic",
+                               "!exact", "refused", "errors");
+    for (const auto& name : strategies::strategy_names()) {
+      const auto* s = strategies::find_strategy(name);
+      if (!o->strategy.empty() && name != o->strategy) continue;
+      Row r = s ? rows[std::string(name)] : Row{};
+      bool row_ok = s && r.failed == 0 && r.errors == 0 && r.inputs.size() >= 3;
+      ok = ok && row_ok;
+      if (o->json) {
+        nlohmann::json j = {{"strategy", name},      {"registered", s != nullptr}, {"programs", r.programs},
+                            {"distinct_inputs", r.inputs.size()}, {"results", r.results}, {"verified", r.verified},
+                            {"failed", r.failed},    {"exact", r.by_class["exact"]}, {"reassoc", r.by_class["reassoc"]},
+                            {"algebraic", r.by_class["algebraic"]}, {"exact_claim_broken", r.exact_claim_broken},
+                            {"refusals", r.refusals}, {"errors", r.errors}, {"inputs", r.inputs}};
+        std::cout << j.dump() << "\n";
+      } else {
+        std::cout << fmt::format("{:<56} {:>6} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8} {:>6}{}\n",
+                                 std::string(name) + (s ? "" : " (unregistered)"), r.programs, r.inputs.size(),
+                                 r.results, r.verified, r.failed, r.by_class["exact"], r.by_class["reassoc"],
+                                 r.by_class["algebraic"], r.exact_claim_broken, r.refusals, r.errors,
+                                 row_ok ? "" : "  <-");
+      }
+    }
+    return ok ? 0 : 1;
+  };
+}}};
+
+}  // namespace
+}  // namespace steptp::cli
