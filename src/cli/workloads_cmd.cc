@@ -1,15 +1,18 @@
 // steptp workloads list|emit: the built-in workload suite (issue 3).
 //   list [--json]                      name, level, family, hyper-parameters with ranges
 //   emit NAME [--seed S] [--size tiny|small|default] [--format json|leir] [--set k=v]... [--f32]
+//   sample --count N --seed S [--size ...] --out FILE.jsonl   random composites (composite.h)
 // Unknown names, bad sizes, out-of-range or constraint-violating values: an error, exit 1.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "cli/command.h"
 #include "leir/program_io.h"
+#include "workloads/composite.h"
 #include "workloads/workload.h"
 
 namespace steptp::cli {
@@ -75,7 +78,7 @@ workloads::HyperValues parse_sets(const std::vector<std::string>& sets) {
   return hv;
 }
 
-RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit", [](CLI::App& sub) {
+RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, sample", [](CLI::App& sub) {
   sub.require_subcommand(1);
   auto* list = sub.add_subcommand("list", "every workload: name, level, family, hyper-parameters");
   auto json = std::make_shared<bool>(false);
@@ -95,7 +98,26 @@ RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit", [](
   emit->add_option("--set", *sets, "fix a hyper-parameter: NAME=INTEGER (repeatable)");
   emit->add_flag("--f32", *f32, "float32 variant (every f64 tensor becomes f32)");
 
+  auto* sample = sub.add_subcommand("sample", "random composite programs (2-5 components) as JSONL");
+  auto count = std::make_shared<int>(0);
+  auto sample_seed = std::make_shared<uint64_t>(0);
+  auto sample_size = std::make_shared<std::string>("tiny");
+  auto out = std::make_shared<std::string>();
+  sample->add_option("--count", *count, "number of programs")->required()->check(CLI::NonNegativeNumber);
+  sample->add_option("--seed", *sample_seed, "seed (same seed: byte-identical file)")->required();
+  sample->add_option("--size", *sample_size, "size class: tiny (default), small or default");
+  sample->add_option("--out", *out, "output JSONL file")->required();
+
   return [=]() -> int {
+    if (sample->parsed()) {
+      SizeClass s = size_or_throw(*sample_size);
+      auto records = workloads::sample_composite_records(*count, *sample_seed, s);
+      std::ofstream f(*out, std::ios::binary);
+      if (!f) throw std::invalid_argument("cannot write '" + *out + "'");
+      for (const auto& r : records) f << workloads::composite_to_json(r).dump() << "\n";
+      if (!f.flush()) throw std::invalid_argument("cannot write '" + *out + "'");
+      return 0;
+    }
     if (list->parsed()) {
       if (*json) {
         nlohmann::json arr = nlohmann::json::array();
