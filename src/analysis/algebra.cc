@@ -239,15 +239,9 @@ std::string canonical_key(const ExprPtr& e) {
   if (e->kind == ExprKind::Unary) return "neg(" + canonical_key(e->args[0]) + ")";
   if (e->kind == ExprKind::Number || e->kind == ExprKind::IndexVar) return structural_key(e);
   // Access, Compare, Call, other binary: same head, canonical children.
-  std::string out = structural_key(std::make_shared<Expr>(Expr{.kind = e->kind,
-                                                               .value = e->value,
-                                                               .text = e->text,
-                                                               .tensor = e->tensor,
-                                                               .dtype = e->dtype,
-                                                               .scope = e->scope,
-                                                               .bop = e->bop,
-                                                               .func = e->func,
-                                                               .cmp_ops = e->cmp_ops}));
+  auto head = std::make_shared<Expr>(*e);
+  head->args.clear();
+  std::string out = structural_key(head);
   // structural_key of the childless head ends in "()": replace with canonical children.
   out.resize(out.size() - 1);
   for (size_t i = 0; i < e->args.size(); ++i) {
@@ -282,7 +276,9 @@ GiNaC::symbol AlgebraSession::atom(const ExprPtr& e) {
 ExprPtr AlgebraSession::atom_expr(const ex& e) const {
   if (!GiNaC::is_a<GiNaC::symbol>(e)) return nullptr;
   const std::string& name = GiNaC::ex_to<GiNaC::symbol>(e).get_name();
-  if (name.size() < 2 || name[0] != '@') return nullptr;
+  if (name.size() < 2 || name[0] != '@' ||
+      !std::all_of(name.begin() + 1, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return nullptr;
   size_t index = std::stoul(name.substr(1));
   if (index >= atoms_.size() || !atoms_[index].sym.is_equal(GiNaC::ex_to<GiNaC::basic>(e)))
     return nullptr;
@@ -365,6 +361,45 @@ ex AlgebraSession::to_ginac(const ExprPtr& e) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rational view
+
+namespace {
+
+ex rational_view_rec(const ex& e, std::vector<std::pair<ex, GiNaC::symbol>>& table) {
+  auto temp_for = [&](const ex& unit) -> ex {
+    for (const auto& [u, sym] : table)
+      if (u.is_equal(unit)) return sym;
+    table.emplace_back(unit, GiNaC::symbol("@t" + std::to_string(table.size())));
+    return table.back().second;
+  };
+  if (GiNaC::is_a<GiNaC::power>(e)) {
+    const ex& k = e.op(1);
+    if (GiNaC::is_a<numeric>(k) && GiNaC::ex_to<numeric>(k).is_integer())
+      return GiNaC::pow(rational_view_rec(e.op(0), table), k);
+    if (GiNaC::is_a<numeric>(k) && GiNaC::ex_to<numeric>(k) < 0)
+      return GiNaC::pow(temp_for(GiNaC::pow(e.op(0), -k)), -1);
+    return temp_for(e);
+  }
+  if (GiNaC::is_a<GiNaC::function>(e)) return temp_for(e);
+  if (GiNaC::is_a<GiNaC::add>(e) || GiNaC::is_a<GiNaC::mul>(e)) {
+    GiNaC::exvector ops;
+    for (size_t i = 0; i < e.nops(); ++i) ops.push_back(rational_view_rec(e.op(i), table));
+    if (GiNaC::is_a<GiNaC::add>(e)) return GiNaC::add(ops);
+    return GiNaC::mul(ops);
+  }
+  return e;
+}
+
+}  // namespace
+
+ex rational_view(const ex& e, GiNaC::exmap& back) {
+  std::vector<std::pair<ex, GiNaC::symbol>> table;
+  ex out = rational_view_rec(e, table);
+  for (const auto& [unit, sym] : table) back[sym] = unit;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Back to LEIR
 
 namespace {
@@ -438,9 +473,9 @@ class Printer {
     }
     if (GiNaC::is_a<GiNaC::add>(e)) return {false, sum(e)};
     if (GiNaC::is_a<GiNaC::mul>(e) || GiNaC::is_a<GiNaC::power>(e)) return product(e);
-    if (GiNaC::is_ex_the_function(e, GiNaC::exp))
+    if (GiNaC::is_the_function<GiNaC::exp_SERIAL>(e))
       return {false, leir::make_call(Func::Exp, {expr(e.op(0))})};
-    if (GiNaC::is_ex_the_function(e, GiNaC::log))
+    if (GiNaC::is_the_function<GiNaC::log_SERIAL>(e))
       return {false, leir::make_call(Func::Log, {expr(e.op(0))})};
     std::ostringstream os;
     os << e;
@@ -493,6 +528,23 @@ class Printer {
         if (GiNaC::ex_to<numeric>(k).is_odd()) coeff = -coeff;
       }
     }
+    // A negative overall sign goes into the first sum raised to an odd power, if any:
+    // (a-b)*k rather than -((b-a)*k).
+    if (coeff < 0) {
+      std::vector<std::pair<std::string, size_t>> odd_sums;
+      for (size_t i = 0; i < factors.size(); ++i) {
+        const auto& [base, k] = factors[i];
+        if (GiNaC::is_a<GiNaC::add>(base) && GiNaC::is_a<numeric>(k) && GiNaC::ex_to<numeric>(k).is_integer() &&
+            GiNaC::ex_to<numeric>(k).is_odd())
+          odd_sums.emplace_back(key(expr(base)), i);
+      }
+      if (!odd_sums.empty()) {
+        std::sort(odd_sums.begin(), odd_sums.end());
+        auto& base = factors[odd_sums.front().second].first;
+        base = (-base).expand();
+        coeff = -coeff;
+      }
+    }
     bool negative = coeff < 0;
     coeff = abs(coeff);
     std::vector<ExprPtr> num, den;
@@ -505,7 +557,13 @@ class Printer {
         num.push_back(leir::make_binary(BinaryOp::Pow, expr(base), expr(k)));
       }
     }
-    auto by_key = [](const ExprPtr& a, const ExprPtr& b) { return key(a) < key(b); };
+    // Sums last (sympy's K*(a-b)), otherwise by printed form.
+    auto by_key = [](const ExprPtr& a, const ExprPtr& b) {
+      bool sa = a->kind == ExprKind::Binary && (a->bop == BinaryOp::Add || a->bop == BinaryOp::Sub);
+      bool sb = b->kind == ExprKind::Binary && (b->bop == BinaryOp::Add || b->bop == BinaryOp::Sub);
+      if (sa != sb) return sb;
+      return key(a) < key(b);
+    };
     std::stable_sort(num.begin(), num.end(), by_key);
     std::stable_sort(den.begin(), den.end(), by_key);
     if (coeff != 1) {

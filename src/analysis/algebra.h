@@ -66,6 +66,13 @@ class AlgebraSession {
   std::map<std::string, size_t> by_key_;  // structural key -> index in atoms_
 };
 
+// A rational view of a GiNaC expression for normal/numer_denom/factor/quo: every function call
+// and every power with a non-integer or symbolic exponent is replaced by a temporary symbol, a
+// negative exponent by the reciprocal of one (b^(-1/2) -> 1/T with T = b^(1/2)), so GiNaC's
+// rational algorithms never rewrite inside them (normal() would turn sqrt(R+1e-05) into
+// sqrt(100000*R+1)/sqrt(100000)). `back` maps the temporaries to what they stand for.
+GiNaC::ex rational_view(const GiNaC::ex& e, GiNaC::exmap& back);
+
 // Structural key of an expression: equal for structurally equal trees (source parentheses and
 // number spellings ignored; 1e-05 and 1.0e-5 give the same key).
 std::string structural_key(const leir::ExprPtr& e);

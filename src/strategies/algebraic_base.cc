@@ -1,0 +1,731 @@
+#include "strategies/algebraic_base.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "analysis/accumulation.h"
+#include "analysis/algebra.h"
+#include "interp/inputs.h"
+#include "leir/ir_mutator.h"
+#include "leir/program_io.h"
+#include "leir/printer.h"
+
+namespace steptp::strategies::algebraic {
+
+using leir::BinaryOp;
+using leir::Expr;
+using leir::ExprKind;
+using leir::ExprPtr;
+using leir::Func;
+using leir::Program;
+
+ExprPtr num(double v) { return leir::make_number(v, leir::format_number(v, true)); }
+
+std::string brief(const ExprPtr& e, size_t max_chars) {
+  std::string s = leir::print_expr(e);
+  if (s.size() > max_chars) s = s.substr(0, max_chars - 3) + "...";
+  return s;
+}
+
+ExprPtr replace_at(const ExprPtr& root, const std::vector<int>& path, const ExprPtr& by) {
+  if (path.empty()) return by;
+  auto copy = std::make_shared<Expr>(*root);
+  std::vector<int> rest(path.begin() + 1, path.end());
+  copy->args[static_cast<size_t>(path[0])] = replace_at(root->args[static_cast<size_t>(path[0])], rest, by);
+  return copy;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements and their rewritable parts
+
+namespace {
+
+struct SignedTerm {
+  ExprPtr e;
+  bool positive;
+};
+
+void flatten_additive(const ExprPtr& e, bool positive, std::vector<SignedTerm>& out) {
+  if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::Add || e->bop == BinaryOp::Sub)) {
+    flatten_additive(e->args[0], positive, out);
+    flatten_additive(e->args[1], e->bop == BinaryOp::Add ? positive : !positive, out);
+    return;
+  }
+  out.push_back({e, positive});
+}
+
+void flatten_product(const ExprPtr& e, std::vector<ExprPtr>& out) {
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Mul) {
+    flatten_product(e->args[0], out);
+    flatten_product(e->args[1], out);
+    return;
+  }
+  out.push_back(e);
+}
+
+ExprPtr additive_chain(const std::vector<SignedTerm>& terms) {
+  ExprPtr acc = terms[0].positive ? terms[0].e : leir::make_neg(terms[0].e);
+  for (size_t i = 1; i < terms.size(); ++i)
+    acc = leir::make_binary(terms[i].positive ? BinaryOp::Add : BinaryOp::Sub, acc, terms[i].e);
+  return acc;
+}
+
+// The signed terms of `e` read as a sum (a leading unary minus is folded into the sign).
+std::vector<SignedTerm> signed_terms(const ExprPtr& e) {
+  std::vector<SignedTerm> terms;
+  flatten_additive(e, true, terms);
+  for (auto& t : terms)
+    while (t.e->kind == ExprKind::Unary) {
+      t.e = t.e->args[0];
+      t.positive = !t.positive;
+    }
+  return terms;
+}
+
+std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& path, std::string& why) {
+  if (!leir::is_floating(s.lhs->dtype)) {
+    why = "stores into " + std::string(leir::to_string(s.lhs->dtype)) +
+          " tensor (the store truncates: any rounding change can change the stored value)";
+    return std::nullopt;
+  }
+  StmtView v;
+  v.path = path;
+  v.stmt = &s;
+  auto acc = analysis::accumulation_of(s);
+  if (!acc) {
+    v.body = s.rhs;
+    v.reassemble = [](const ExprPtr& b) { return b; };
+    return v;
+  }
+  if (acc->other_self_reads > 0) {
+    why = "accumulation reads its own element more than once";
+    return std::nullopt;
+  }
+  v.accumulation = true;
+  ExprPtr self = acc->self;
+  ExprPtr lhs = s.lhs;
+  switch (acc->op) {
+    case analysis::AccumOp::Add: {
+      std::vector<SignedTerm> terms;
+      flatten_additive(s.rhs, true, terms);
+      std::vector<SignedTerm> rest;
+      bool removed = false;
+      for (auto& t : terms) {
+        if (!removed && t.e == self) {
+          removed = true;
+          continue;
+        }
+        rest.push_back(t);
+      }
+      if (rest.empty()) {
+        why = "accumulation has nothing besides its accumulator";
+        return std::nullopt;
+      }
+      v.body = additive_chain(rest);
+      v.reassemble = [lhs](const ExprPtr& b) {
+        std::vector<SignedTerm> terms{{lhs, true}};
+        for (auto& t : signed_terms(b)) terms.push_back(t);
+        return additive_chain(terms);
+      };
+      return v;
+    }
+    case analysis::AccumOp::Mul: {
+      std::vector<ExprPtr> factors;
+      flatten_product(s.rhs, factors);
+      std::vector<ExprPtr> rest;
+      bool removed = false;
+      for (auto& f : factors) {
+        if (!removed && f == self) {
+          removed = true;
+          continue;
+        }
+        rest.push_back(f);
+      }
+      if (rest.empty()) {
+        why = "accumulation has nothing besides its accumulator";
+        return std::nullopt;
+      }
+      ExprPtr body = rest[0];
+      for (size_t i = 1; i < rest.size(); ++i) body = leir::make_binary(BinaryOp::Mul, body, rest[i]);
+      v.body = body;
+      v.reassemble = [lhs](const ExprPtr& b) {
+        std::vector<ExprPtr> fs;
+        flatten_product(b, fs);
+        ExprPtr acc = lhs;
+        for (auto& f : fs) acc = leir::make_binary(BinaryOp::Mul, acc, f);
+        return acc;
+      };
+      return v;
+    }
+    case analysis::AccumOp::Max:
+    case analysis::AccumOp::Min: {
+      bool self_first = s.rhs->args[0] == self;
+      v.body = s.rhs->args[self_first ? 1 : 0];
+      Func f = s.rhs->func;
+      v.reassemble = [lhs, self_first, f](const ExprPtr& b) {
+        return self_first ? leir::make_call(f, {lhs, b}) : leir::make_call(f, {b, lhs});
+      };
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+void collect_views(const std::vector<leir::Item>& body, std::vector<int>& path, std::vector<StmtView>& out,
+                   std::vector<Refusal>* refused) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    path.push_back(static_cast<int>(i));
+    const auto& item = body[i];
+    if (item.is_stmt()) {
+      std::string why;
+      auto v = view_of(item.stmt, path, why);
+      if (v) out.push_back(std::move(*v));
+      else if (refused) refused->push_back({"stmt " + leir::print_stmt(item.stmt), why});
+    } else {
+      collect_views(item.nest.body, path, out, refused);
+    }
+    path.pop_back();
+  }
+}
+
+void set_stmt(std::vector<leir::Item>& body, const std::vector<int>& path, size_t k, const leir::Stmt& s) {
+  leir::Item& item = body[static_cast<size_t>(path[k])];
+  if (k + 1 == path.size()) item.stmt = s;
+  else set_stmt(item.nest.body, path, k + 1, s);
+}
+
+// Continuous calls whose arguments are regions of their own.
+bool continuous_opaque(Func f) {
+  switch (f) {
+    case Func::Max: case Func::Min: case Func::Erf: case Func::Tanh: case Func::Sigmoid:
+    case Func::Abs: case Func::Sin: case Func::Cos: case Func::Log1p:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool transparent(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::Unary: return true;
+    case ExprKind::Binary:
+      return e.bop == BinaryOp::Add || e.bop == BinaryOp::Sub || e.bop == BinaryOp::Mul ||
+             e.bop == BinaryOp::Div || e.bop == BinaryOp::Pow;
+    case ExprKind::Call:
+      return e.func == Func::Exp || e.func == Func::Log || e.func == Func::Sqrt || e.func == Func::Rsqrt ||
+             e.func == Func::Pow;
+    default: return false;
+  }
+}
+
+// Visits every node reachable without crossing a discontinuity, reporting region roots.
+void walk(const ExprPtr& e, std::vector<int>& path, bool region_root,
+          const std::function<void(const ExprPtr&, const std::vector<int>&, bool)>& fn) {
+  fn(e, path, region_root);
+  auto descend = [&](size_t i, bool root) {
+    path.push_back(static_cast<int>(i));
+    walk(e->args[i], path, root, fn);
+    path.pop_back();
+  };
+  if (transparent(*e)) {
+    for (size_t i = 0; i < e->args.size(); ++i) descend(i, false);
+  } else if (e->kind == ExprKind::Call && continuous_opaque(e->func)) {
+    for (size_t i = 0; i < e->args.size(); ++i) descend(i, true);
+  } else if (e->kind == ExprKind::Call && e->func == Func::IfThenElse) {
+    descend(1, true);
+    descend(2, true);
+  }
+}
+
+}  // namespace
+
+std::vector<StmtView> statement_views(const Program& p, std::vector<Refusal>* refused) {
+  std::vector<StmtView> out;
+  std::vector<int> path;
+  collect_views(p.body, path, out, refused);
+  return out;
+}
+
+std::vector<Target> region_targets(const StmtView& v) {
+  std::vector<Target> out;
+  std::vector<int> path;
+  walk(v.body, path, true, [&](const ExprPtr& e, const std::vector<int>& at, bool root) {
+    if (root && transparent(*e)) out.push_back({at, e});
+  });
+  return out;
+}
+
+std::vector<Target> node_targets(const StmtView& v, const std::function<bool(const Expr&)>& pick) {
+  std::vector<Target> out;
+  std::vector<int> path;
+  walk(v.body, path, true, [&](const ExprPtr& e, const std::vector<int>& at, bool) {
+    if (pick(*e)) out.push_back({at, e});
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign facts
+
+bool nonnegative(const ExprPtr& e, const std::set<std::string>& nn) {
+  switch (e->kind) {
+    case ExprKind::Number: return e->value >= 0;
+    case ExprKind::Access: return nn.count(e->tensor) > 0;
+    case ExprKind::Binary:
+      switch (e->bop) {
+        case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Div:
+          return nonnegative(e->args[0], nn) && nonnegative(e->args[1], nn);
+        case BinaryOp::Pow: {
+          if (nonnegative(e->args[0], nn)) return true;
+          const auto& k = e->args[1];
+          return k->is_number() && std::fmod(k->value, 2.0) == 0.0;
+        }
+        default: return false;
+      }
+    case ExprKind::Call:
+      switch (e->func) {
+        case Func::Exp: case Func::Sqrt: case Func::Abs: case Func::Sigmoid: case Func::Rsqrt: return true;
+        case Func::Max: return nonnegative(e->args[0], nn) || nonnegative(e->args[1], nn);
+        case Func::Min: return nonnegative(e->args[0], nn) && nonnegative(e->args[1], nn);
+        case Func::IfThenElse: return nonnegative(e->args[1], nn) && nonnegative(e->args[2], nn);
+        case Func::Pow:
+          return nonnegative(e->args[0], nn) ||
+                 (e->args[1]->is_number() && std::fmod(e->args[1]->value, 2.0) == 0.0);
+        default: return false;
+      }
+    default: return false;
+  }
+}
+
+namespace {
+bool positive(const ExprPtr& e, const std::set<std::string>& nn) {
+  switch (e->kind) {
+    case ExprKind::Number: return e->value > 0;
+    case ExprKind::Binary:
+      switch (e->bop) {
+        case BinaryOp::Add:
+          return (positive(e->args[0], nn) && nonnegative(e->args[1], nn)) ||
+                 (nonnegative(e->args[0], nn) && positive(e->args[1], nn));
+        case BinaryOp::Mul: case BinaryOp::Div: return positive(e->args[0], nn) && positive(e->args[1], nn);
+        case BinaryOp::Pow: return positive(e->args[0], nn);
+        default: return false;
+      }
+    case ExprKind::Call:
+      if (e->func == Func::Sqrt || e->func == Func::Abs) return positive(e->args[0], nn);
+      if (e->func == Func::Max) return positive(e->args[0], nn) || positive(e->args[1], nn);
+      return false;
+    default: return false;
+  }
+}
+}  // namespace
+
+namespace {
+bool has_leaves(const ExprPtr& e) {
+  if (e->kind == ExprKind::Access || e->kind == ExprKind::IndexVar) return true;
+  return std::any_of(e->args.begin(), e->args.end(), has_leaves);
+}
+}  // namespace
+
+double constant_value_of(const ExprPtr& e);  // below, with the probe evaluator
+
+bool nonzero(const ExprPtr& e, const std::set<std::string>& nn) {
+  if (!has_leaves(e)) {
+    double v = constant_value_of(e);
+    return std::isfinite(v) && v != 0;
+  }
+  if (e->kind == ExprKind::Unary) return nonzero(e->args[0], nn);
+  if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::Mul || e->bop == BinaryOp::Div))
+    return nonzero(e->args[0], nn) && nonzero(e->args[1], nn);
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Pow) return nonzero(e->args[0], nn);
+  return positive(e, nn);
+}
+
+std::set<std::string> nonnegative_tensors(const Program& p) {
+  std::set<std::string> nn;
+  std::vector<const leir::Stmt*> writes;
+  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) {
+    writes.push_back(&s);
+    if (!p.find_known(s.lhs->tensor) || p.find_known(s.lhs->tensor)->role == leir::Role::Output)
+      nn.insert(s.lhs->tensor);
+  });
+  for (const auto& d : p.known)
+    if (d.role == leir::Role::Constant && d.value &&
+        std::all_of(d.value->begin(), d.value->end(), [](double x) { return x >= 0; }))
+      nn.insert(d.name);
+  // Greatest fixpoint: drop every tensor with a write that is not provably >= 0 assuming the
+  // current set; by induction over execution order every value of a remaining tensor is >= 0.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto* s : writes) {
+      if (!nn.count(s->lhs->tensor)) continue;
+      if (!nonnegative(s->rhs, nn)) {
+        nn.erase(s->lhs->tensor);
+        changed = true;
+      }
+    }
+  }
+  return nn;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Denominators
+
+namespace {
+
+std::string sign_insensitive_key(const ExprPtr& e) {
+  std::string a = analysis::canonical_key(e);
+  std::string b = analysis::canonical_key(leir::make_neg(e));
+  // canonical_key(-(x)) of a sum flips every term sign; take the smaller of the two spellings.
+  if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::Add || e->bop == BinaryOp::Sub)) {
+    std::vector<SignedTerm> terms = signed_terms(e);
+    for (auto& t : terms) t.positive = !t.positive;
+    b = analysis::canonical_key(additive_chain(terms));
+  }
+  return std::min(a, b);
+}
+
+void divisor_factors(const ExprPtr& e, std::vector<ExprPtr>& out) {
+  if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::Mul || e->bop == BinaryOp::Div)) {
+    divisor_factors(e->args[0], out);
+    // x/(a/b) = x*b/a: b is a numerator factor, and a zero b only makes the quotient zero.
+    if (e->bop == BinaryOp::Mul) divisor_factors(e->args[1], out);
+    return;
+  }
+  if (e->kind == ExprKind::Unary) return divisor_factors(e->args[0], out);
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Pow && e->args[1]->is_number() && e->args[1]->value > 0)
+    return divisor_factors(e->args[0], out);
+  if (e->kind == ExprKind::Call && e->func == Func::Sqrt) return divisor_factors(e->args[0], out);
+  out.push_back(e);
+}
+
+void collect_denominators(const ExprPtr& e, const std::set<std::string>& nn, std::set<std::string>& out) {
+  std::vector<ExprPtr> divisors;
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Div) divisors.push_back(e->args[1]);
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Pow && !nonnegative(e->args[1], nn))
+    divisors.push_back(e->args[0]);
+  if (e->kind == ExprKind::Call && e->func == Func::Rsqrt) divisors.push_back(e->args[0]);
+  if (e->kind == ExprKind::Call && e->func == Func::Pow && !nonnegative(e->args[1], nn))
+    divisors.push_back(e->args[0]);
+  for (const auto& d : divisors) {
+    std::vector<ExprPtr> factors;
+    divisor_factors(d, factors);
+    for (const auto& f : factors)
+      if (!nonzero(f, nn)) out.insert(sign_insensitive_key(f));
+  }
+  for (const auto& a : e->args) collect_denominators(a, nn, out);
+}
+
+}  // namespace
+
+std::set<std::string> risky_denominators(const ExprPtr& e, const std::set<std::string>& nn) {
+  std::set<std::string> out;
+  collect_denominators(e, nn, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probes
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+constexpr int kProfiles = 8;
+constexpr int kProbes = 64;
+
+struct ProbeEnv {
+  int probe = 0;
+  const std::set<std::string>* nonneg = nullptr;
+  mutable std::map<std::string, double> values;
+  double max_magnitude = 0;  // largest finite |value| of any node evaluated
+
+  double leaf(const Expr& e, const std::string& key) const {
+    auto it = values.find(key);
+    if (it != values.end()) return it->second;
+    interp::Rng rng(fnv1a(key) ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(probe + 1)));
+    double v;
+    if (e.kind == ExprKind::IndexVar) {
+      v = static_cast<double>(rng.uniform_int(0, 3));
+    } else if (e.dtype == leir::DType::Bool) {
+      v = static_cast<double>(rng.uniform_int(0, 1));
+    } else if (leir::is_integer(e.dtype)) {
+      v = static_cast<double>(rng.uniform_int(-3, 3));
+    } else {
+      switch (probe % kProfiles) {
+        case 0: v = rng.uniform(-1, 1); break;
+        case 1: v = rng.uniform(-1, 1) * 1e3; break;
+        case 2: v = rng.uniform(-1, 1) * 1e-3; break;
+        case 3: v = static_cast<double>(rng.uniform_int(-2, 2)); break;
+        case 4: v = rng.uniform(0, 2); break;
+        case 5: v = rng.uniform(-1, 1) * 30; break;
+        // Extremes where exp overflows or underflows: catch splits such as exp(x-y) ->
+        // exp(x)*exp(-y), which give inf*0 = NaN for x, y ~ 800 while exp(x-y) is finite.
+        case 6: v = rng.uniform(600, 1000) * (rng.uniform() < 0.5 ? -1 : 1); break;
+        default: v = rng.uniform(700, 1000); break;
+      }
+    }
+    if (nonneg && e.kind == ExprKind::Access && nonneg->count(e.tensor)) v = std::fabs(v);
+    values.emplace(key, v);
+    return v;
+  }
+};
+
+double eval(const ExprPtr& e, ProbeEnv& env);
+
+double eval_call(const Expr& e, ProbeEnv& env) {
+  auto a = [&](size_t i) { return eval(e.args[i], env); };
+  switch (e.func) {
+    case Func::Exp: return std::exp(a(0));
+    case Func::Log: return std::log(a(0));
+    case Func::Sqrt: return std::sqrt(a(0));
+    case Func::Abs: return std::fabs(a(0));
+    case Func::Erf: return std::erf(a(0));
+    case Func::Max: { double x = a(0), y = a(1); return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+    case Func::Min: { double x = a(0), y = a(1); return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
+    case Func::IfThenElse: return a(0) != 0 ? a(1) : a(2);
+    case Func::Tanh: return std::tanh(a(0));
+    case Func::Sigmoid: return 1.0 / (1.0 + std::exp(-a(0)));
+    case Func::Pow: return std::pow(a(0), a(1));
+    case Func::Floor: return std::floor(a(0));
+    case Func::Ceil: return std::ceil(a(0));
+    case Func::Sin: return std::sin(a(0));
+    case Func::Cos: return std::cos(a(0));
+    case Func::Log1p: return std::log1p(a(0));
+    case Func::Rsqrt: return 1.0 / std::sqrt(a(0));
+  }
+  return NAN;
+}
+
+double eval(const ExprPtr& ep, ProbeEnv& env) {
+  const Expr& e = *ep;
+  double v = NAN;
+  switch (e.kind) {
+    case ExprKind::Number: v = e.value; break;
+    case ExprKind::IndexVar:
+    case ExprKind::Access: v = env.leaf(e, analysis::structural_key(ep)); break;
+    case ExprKind::Unary: v = -eval(e.args[0], env); break;
+    case ExprKind::Binary: {
+      double x = eval(e.args[0], env), y = eval(e.args[1], env);
+      switch (e.bop) {
+        case BinaryOp::Add: v = x + y; break;
+        case BinaryOp::Sub: v = x - y; break;
+        case BinaryOp::Mul: v = x * y; break;
+        case BinaryOp::Div: v = x / y; break;
+        case BinaryOp::FloorDiv: v = std::floor(x / y); break;
+        case BinaryOp::Mod: v = x - y * std::floor(x / y); break;
+        case BinaryOp::Pow: v = std::pow(x, y); break;
+        case BinaryOp::And: v = (x != 0 && y != 0) ? 1 : 0; break;
+        case BinaryOp::Or: v = (x != 0 || y != 0) ? 1 : 0; break;
+      }
+      break;
+    }
+    case ExprKind::Compare: {
+      v = 1;
+      double prev = eval(e.args[0], env);
+      for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
+        double next = eval(e.args[i + 1], env);
+        bool ok = false;
+        switch (e.cmp_ops[i]) {
+          case leir::CompareOp::Lt: ok = prev < next; break;
+          case leir::CompareOp::Le: ok = prev <= next; break;
+          case leir::CompareOp::Gt: ok = prev > next; break;
+          case leir::CompareOp::Ge: ok = prev >= next; break;
+          case leir::CompareOp::Eq: ok = prev == next; break;
+          case leir::CompareOp::Ne: ok = prev != next; break;
+        }
+        if (!ok) v = 0;
+        prev = next;
+      }
+      break;
+    }
+    case ExprKind::Call: v = eval_call(e, env); break;
+  }
+  if (std::isfinite(v)) env.max_magnitude = std::max(env.max_magnitude, std::fabs(v));
+  return v;
+}
+
+std::string show(double v) { return leir::format_number(v, false); }
+
+}  // namespace
+
+double constant_value_of(const ExprPtr& e) {
+  ProbeEnv env;
+  return eval(e, env);
+}
+
+std::string probe_disagreement(const ExprPtr& before, const ExprPtr& after, const std::set<std::string>& nonneg) {
+  for (int k = 0; k < kProbes; ++k) {
+    ProbeEnv env;
+    env.probe = k;
+    env.nonneg = &nonneg;
+    double x = eval(before, env);
+    double y = eval(after, env);
+    bool same;
+    if (std::isnan(x) || std::isnan(y)) same = std::isnan(x) && std::isnan(y);
+    else if (std::isinf(x) || std::isinf(y)) same = x == y;
+    else same = std::fabs(x - y) <= 1e-9 * env.max_magnitude + 1e-300;
+    if (!same) {
+      static const char* profiles[kProfiles] = {"ordinary", "x1e3",  "x1e-3",   "small integers",
+                                                 "positive", "x30", "+-[600,1000]", "[700,1000]"};
+      std::string where;
+      for (const auto& [key, value] : env.values) {
+        if (where.size() > 160) { where += ", ..."; break; }
+        where += (where.empty() ? "" : ", ") + key + "=" + show(value);
+      }
+      return "on probe " + std::to_string(k) + " (" + profiles[k % kProfiles] + ": " + where + ") the input gives " +
+             show(x) + " but the result gives " + show(y);
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The strategy skeleton
+
+AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const Program& p, const StmtView& v, const Target& t,
+                                                      const Params& params,
+                                                      const std::set<std::string>& nonneg) const {
+  Context ctx{p, v, nonneg};
+  Rewrite r;
+  try {
+    r = rewrite(t, params, ctx);
+  } catch (const std::exception& e) {
+    return {std::nullopt, std::string("computer algebra failed: ") + e.what()};
+  }
+  if (!r.result) return {std::nullopt, r.refusal};
+  if (analysis::canonical_key(r.result) == analysis::canonical_key(t.expr))
+    return {std::nullopt, "the result only reprints the expression (same canonical form)"};
+  size_t before = analysis::expr_size(t.expr), after = analysis::expr_size(r.result);
+  if (after > 4 * before + 16)
+    return {std::nullopt, "the result is too large (" + std::to_string(after) + " nodes from " +
+                              std::to_string(before) + ")"};
+  auto den_before = risky_denominators(t.expr, nonneg);
+  auto den_after = risky_denominators(r.result, nonneg);
+  for (const auto& d : den_after)
+    if (!den_before.count(d)) return {std::nullopt, "would introduce a division by " + d + ", which can be zero"};
+  for (const auto& d : den_before)
+    if (!den_after.count(d))
+      return {std::nullopt, "would remove the division by " + d + " (the input is undefined where it is zero)"};
+  if (std::string why = probe_disagreement(t.expr, r.result, nonneg); !why.empty())
+    return {std::nullopt, "not equivalent in float64: " + why};
+
+  leir::Stmt s = *v.stmt;
+  s.rhs = v.reassemble(replace_at(v.body, t.path, r.result));
+  if (analysis::is_accumulation(s) != v.accumulation)
+    return {std::nullopt, v.accumulation ? "the result would no longer be an accumulation"
+                                          : "the result would read as an accumulation"};
+  if (v.accumulation) {
+    auto a0 = analysis::accumulation_of(*v.stmt), a1 = analysis::accumulation_of(s);
+    if (!a1 || a1->op != a0->op || a1->other_self_reads != 0)
+      return {std::nullopt, "the result would change the accumulation"};
+  }
+  Program out = p;
+  set_stmt(out.body, v.path, 0, s);
+  return {std::move(out), {}};
+}
+
+namespace {
+std::string site_description(const StmtView& v, const Target& t) {
+  return "stmt " + leir::print_expr(v.stmt->lhs) + ": " + brief(t.expr);
+}
+}  // namespace
+
+std::vector<Site> AlgebraicStrategy::sites(const Program& p) const {
+  std::vector<Site> out;
+  auto nonneg = nonnegative_tensors(p);
+  for (const auto& v : statement_views(p)) {
+    auto ts = targets(v);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      Context ctx{p, v, nonneg};
+      for (const auto& params : target_params(ts[i], ctx)) {
+        if (attempt(p, v, ts[i], params, nonneg).program) {
+          out.push_back({v.path, {static_cast<int>(i)}, site_description(v, ts[i])});
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Params> AlgebraicStrategy::param_space(const Program& p, const Site& s) const {
+  std::vector<Params> out;
+  auto nonneg = nonnegative_tensors(p);
+  for (const auto& v : statement_views(p)) {
+    if (v.path != s.path) continue;
+    auto ts = targets(v);
+    if (s.detail.empty() || s.detail[0] < 0 || static_cast<size_t>(s.detail[0]) >= ts.size()) return out;
+    const Target& t = ts[static_cast<size_t>(s.detail[0])];
+    Context ctx{p, v, nonneg};
+    for (const auto& params : target_params(t, ctx))
+      if (attempt(p, v, t, params, nonneg).program) out.push_back(params);
+  }
+  return out;
+}
+
+std::optional<Candidate> AlgebraicStrategy::apply(const Program& p, const Site& s, const Params& params) const {
+  auto nonneg = nonnegative_tensors(p);
+  for (const auto& v : statement_views(p)) {
+    if (v.path != s.path) continue;
+    auto ts = targets(v);
+    if (s.detail.empty() || s.detail[0] < 0 || static_cast<size_t>(s.detail[0]) >= ts.size()) return std::nullopt;
+    auto a = attempt(p, v, ts[static_cast<size_t>(s.detail[0])], params, nonneg);
+    if (!a.program) return std::nullopt;
+    Candidate c;
+    c.strategy = std::string(name());
+    c.params = params;
+    c.exactness = Exactness::Algebraic;
+    c.program = std::move(*a.program);
+    // Candidate::site is the index into sites(p); callers apply many choices to one program, so
+    // the last program's sites are remembered (per thread and strategy).
+    thread_local std::map<const Strategy*, std::pair<std::string, std::vector<Site>>> cache;
+    std::string text = leir::program_to_text(p, false);
+    auto& cached = cache[this];
+    if (cached.first != text || cached.second.empty()) cached = {text, sites(p)};
+    const auto& all = cached.second;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].path == s.path && all[i].detail == s.detail) c.site = static_cast<int>(i);
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<Refusal> AlgebraicStrategy::explain(const Program& p) const {
+  std::vector<Refusal> out;
+  auto nonneg = nonnegative_tensors(p);
+  auto views = statement_views(p, &out);
+  for (const auto& v : views) {
+    auto ts = targets(v);
+    if (ts.empty()) {
+      out.push_back({"stmt " + leir::print_stmt(*v.stmt), "no sub-expression this strategy rewrites"});
+      continue;
+    }
+    for (const auto& t : ts) {
+      Context ctx{p, v, nonneg};
+      std::string reasons;
+      bool ok = false;
+      for (const auto& params : target_params(t, ctx)) {
+        auto a = attempt(p, v, t, params, nonneg);
+        if (a.program) {
+          ok = true;
+          break;
+        }
+        std::string ps = params.empty() ? "" : params_to_json(params) + ": ";
+        if (reasons.find(a.refusal) == std::string::npos || !ps.empty())
+          reasons += (reasons.empty() ? "" : "; ") + ps + a.refusal;
+      }
+      if (!ok) out.push_back({site_description(v, t), reasons.empty() ? "no parameter applies" : reasons});
+    }
+  }
+  return out;
+}
+
+}  // namespace steptp::strategies::algebraic

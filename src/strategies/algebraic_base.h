@@ -1,0 +1,127 @@
+// Shared machinery of the algebraic strategies (STRATEGIES.md 23-34, 37-39).
+//
+// Sites. A site is one statement and one TARGET inside the part of its right side that an
+// algebraic rewrite may change:
+//  * for an accumulation `X = X + e` / `X = X * e` / `max(X, e)` (LEIR.md §3) that part is `e`:
+//    X stays a positive top-level term of the same operator, so the statement stays an
+//    accumulation of the same kind; a plain statement never becomes one;
+//  * rewriting stops at discontinuous operators (comparisons, & |, // %, floor, ceil, the
+//    condition of if_then_else): a rounding change there could flip a branch or an integer;
+//  * statements that store into integer or bool tensors are refused (the store truncates, so
+//    any rounding change can change the stored value).
+// A strategy chooses its targets: REGIONS (maximal sub-trees GiNaC sees, analysis/algebra.h: the
+// rewritable part itself and each argument of a continuous opaque call such as max/min/erf and
+// each branch of if_then_else) or NODES (single sub-expressions such as one exp(...) call).
+//
+// Guards, applied to every result before it is offered (each refusal says which one failed):
+//  * the result must change the canonical form (analysis::canonical_key): `1e-05` -> `1.0e-5` or
+//    `a*b` -> `b*a` is not a transformation;
+//  * denominators: a divisor that can be zero may neither appear (no new division by zero, the
+//    public engine's `x/y*y` bug) nor disappear (no removed singularity: the result must be
+//    undefined where the input is); divisors proven nonzero (nonzero constants, c+u with c > 0
+//    and u >= 0, ...) are free;
+//  * numeric probes: the target and its replacement are evaluated in float64 on 48 seeded value
+//    assignments of their opaque leaves (ordinary, x1e3, x1e-3, small integers with zeros and
+//    ties, positive, x30); a disagreement (NaN/inf on one side only, e.g. exp(x)*exp(-y)
+//    overflowing where exp(x-y) does not, or a value difference beyond rounding) refuses;
+//  * size: the result may not blow up (at most 4x the target + 16 nodes).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "leir/ast.h"
+#include "strategies/strategy.h"
+
+namespace steptp::strategies::algebraic {
+
+// The rewritable part of one statement.
+struct StmtView {
+  std::vector<int> path;    // into the program body, as Site::path
+  const leir::Stmt* stmt = nullptr;
+  leir::ExprPtr body;       // the right side without the accumulator term (whole RHS otherwise)
+  bool accumulation = false;
+  // Rebuilds the statement's right side around a rewritten body.
+  std::function<leir::ExprPtr(const leir::ExprPtr&)> reassemble;
+};
+
+// A sub-expression of StmtView::body, addressed by child indices from body.
+struct Target {
+  std::vector<int> path;
+  leir::ExprPtr expr;
+};
+
+struct Context {
+  const leir::Program& program;
+  const StmtView& view;
+  const std::set<std::string>& nonneg_tensors;  // tensors whose every value is >= 0 (or NaN)
+};
+
+// The result of one rewrite attempt: a replacement for the target, or why there is none.
+struct Rewrite {
+  leir::ExprPtr result;
+  std::string refusal;
+  static Rewrite to(leir::ExprPtr e) { return {std::move(e), {}}; }
+  static Rewrite refuse(std::string why) { return {nullptr, std::move(why)}; }
+};
+
+class AlgebraicStrategy : public Strategy {
+ public:
+  Exactness exactness() const override { return Exactness::Algebraic; }
+  std::vector<Site> sites(const leir::Program& p) const override;
+  std::vector<Params> param_space(const leir::Program& p, const Site& s) const override;
+  std::optional<Candidate> apply(const leir::Program& p, const Site& s, const Params& params) const override;
+  std::vector<Refusal> explain(const leir::Program& p) const override;
+
+ protected:
+  virtual std::vector<Target> targets(const StmtView& v) const = 0;
+  virtual std::vector<Params> target_params(const Target& t, const Context& c) const { return {Params{}}; }
+  virtual Rewrite rewrite(const Target& t, const Params& params, const Context& c) const = 0;
+
+ private:
+  struct Attempt {
+    std::optional<leir::Program> program;
+    std::string refusal;
+  };
+  Attempt attempt(const leir::Program& p, const StmtView& v, const Target& t, const Params& params,
+                  const std::set<std::string>& nonneg) const;
+};
+
+// Statements of a program in program order with their rewritable parts (eligible ones only);
+// `refused` (if given) receives the ineligible ones with the reason.
+std::vector<StmtView> statement_views(const leir::Program& p, std::vector<Refusal>* refused = nullptr);
+
+// Target finders.
+std::vector<Target> region_targets(const StmtView& v);
+std::vector<Target> node_targets(const StmtView& v, const std::function<bool(const leir::Expr&)>& pick);
+
+// Sign facts. nonnegative: >= 0 or NaN for every input (exp, sqrt, abs, even powers, sums and
+// products of such, tensors in `nonneg_tensors`). nonzero: can never be 0 (nonzero constants,
+// c+u with c > 0 and u >= 0, products/quotients/sqrt of such). exp(x) is NOT nonzero in
+// float64: it underflows to 0 for x < -745.
+bool nonnegative(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
+bool nonzero(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
+// Tensors whose values are provably >= 0 (greatest fixpoint over the program's writes).
+std::set<std::string> nonnegative_tensors(const leir::Program& p);
+
+// Divisors of an expression (right operands of `/`, bases of negative powers, rsqrt arguments),
+// split into product factors and keyed sign-insensitively; nonzero ones are left out.
+std::set<std::string> risky_denominators(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
+
+// Float64 probe comparison of `before` and `after` (see the header comment); an empty string
+// when they agree on every probe, otherwise a description of the first disagreement.
+// Reads of tensors in `nonneg_tensors` get probe values >= 0.
+std::string probe_disagreement(const leir::ExprPtr& before, const leir::ExprPtr& after,
+                               const std::set<std::string>& nonneg_tensors = {});
+
+// Replaces the sub-expression at `path` (child indices) of `root`.
+leir::ExprPtr replace_at(const leir::ExprPtr& root, const std::vector<int>& path, const leir::ExprPtr& by);
+
+// Shorthand for building results.
+leir::ExprPtr num(double v);
+std::string brief(const leir::ExprPtr& e, size_t max_chars = 80);
+
+}  // namespace steptp::strategies::algebraic

@@ -1,0 +1,333 @@
+// Powers, exponentials and logarithms (STRATEGIES.md 29-32), rewritten directly on the LEIR tree
+// (NODES targets, algebraic_base.h): each rewrite is local and its domain conditions are ours.
+//
+//   29 powsimp         in one product chain: exp(a)*exp(b)/exp(c) -> exp(a+b-c); equal bases
+//                      combine: x*x -> x**2, x**a*x**b -> x**(a+b), sqrt(x)*x -> x**1.5
+//   30 expand_powsimp  inverse, on one node: exp(a+b-c) -> exp(a)*exp(b)*exp(-c);
+//                      x**n (integer n >= 2) -> x**(n-1)*x; x**(a+b) -> x**a*x**b
+//   31 expand_log      log(a*b/c) -> log(a)+log(b)-log(c), log(x**k) -> k*log(x),
+//                      log(sqrt(x)) -> 0.5*log(x); every factor must be provably >= 0
+//                      (otherwise log(a*b) is defined where log(a)+log(b) is NaN)
+//   32 logsimp         inverse, on one sum: log(a)+log(b)-log(c) -> log(a*b/c), same condition
+//
+// Overflow: exp(a)*exp(b) and exp(a+b) differ when one factor overflows and the other underflows
+// (inf*0 = NaN); the numeric probes of the base class refuse those sites (e.g. splitting the
+// softmax numerator exp(x-max) into exp(x)*exp(-max), which the public engine did).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "analysis/algebra.h"
+#include "leir/printer.h"
+#include "strategies/algebraic_base.h"
+
+namespace steptp::strategies::algebraic {
+namespace {
+
+using leir::BinaryOp;
+using leir::Expr;
+using leir::ExprKind;
+using leir::ExprPtr;
+using leir::Func;
+
+bool is_bin(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
+bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
+bool is_product(const Expr& e) { return is_bin(e, BinaryOp::Mul) || is_bin(e, BinaryOp::Div); }
+bool is_sum(const Expr& e) { return is_bin(e, BinaryOp::Add) || is_bin(e, BinaryOp::Sub); }
+
+struct Factor {
+  ExprPtr e;
+  bool inverse;
+};
+
+void product_factors(const ExprPtr& e, bool inverse, std::vector<Factor>& out) {
+  if (is_product(*e)) {
+    product_factors(e->args[0], inverse, out);
+    product_factors(e->args[1], is_bin(*e, BinaryOp::Div) ? !inverse : inverse, out);
+    return;
+  }
+  out.push_back({e, inverse});
+}
+
+struct Term {
+  ExprPtr e;
+  bool positive;
+};
+
+void sum_terms(const ExprPtr& e, bool positive, std::vector<Term>& out) {
+  if (is_sum(*e)) {
+    sum_terms(e->args[0], positive, out);
+    sum_terms(e->args[1], is_bin(*e, BinaryOp::Sub) ? !positive : positive, out);
+    return;
+  }
+  if (e->kind == ExprKind::Unary) return sum_terms(e->args[0], !positive, out);
+  out.push_back({e, positive});
+}
+
+ExprPtr sum_of(const std::vector<Term>& terms) {
+  ExprPtr acc = terms[0].positive ? terms[0].e : leir::make_neg(terms[0].e);
+  for (size_t i = 1; i < terms.size(); ++i)
+    acc = leir::make_binary(terms[i].positive ? BinaryOp::Add : BinaryOp::Sub, acc, terms[i].e);
+  return acc;
+}
+
+ExprPtr product_of(const std::vector<Factor>& factors) {
+  std::vector<ExprPtr> num, den;
+  for (const auto& f : factors) (f.inverse ? den : num).push_back(f.e);
+  ExprPtr n = num.empty() ? leir::make_int(1) : num[0];
+  for (size_t i = 1; i < num.size(); ++i) n = leir::make_binary(BinaryOp::Mul, n, num[i]);
+  if (den.empty()) return n;
+  ExprPtr d = den[0];
+  for (size_t i = 1; i < den.size(); ++i) d = leir::make_binary(BinaryOp::Mul, d, den[i]);
+  return leir::make_binary(BinaryOp::Div, n, d);
+}
+
+// A product chain's root: a * or / node whose parent (if any) is not one.
+std::vector<Target> product_roots(const StmtView& v) {
+  std::vector<Target> all = node_targets(v, [](const Expr& e) { return is_product(e); });
+  std::vector<Target> out;
+  for (const auto& t : all) {
+    bool inner = std::any_of(all.begin(), all.end(), [&](const Target& o) {
+      return o.path.size() + 1 == t.path.size() && std::equal(o.path.begin(), o.path.end(), t.path.begin());
+    });
+    if (!inner) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<Target> sum_roots(const StmtView& v) {
+  std::vector<Target> all = node_targets(v, [](const Expr& e) { return is_sum(e); });
+  std::vector<Target> out;
+  for (const auto& t : all) {
+    bool inner = std::any_of(all.begin(), all.end(), [&](const Target& o) {
+      return o.path.size() + 1 == t.path.size() && std::equal(o.path.begin(), o.path.end(), t.path.begin());
+    });
+    if (!inner) out.push_back(t);
+  }
+  return out;
+}
+
+// base ** exponent in the usual spelling (x for 1, sqrt(x) for 0.5).
+ExprPtr power(const ExprPtr& base, const ExprPtr& k) {
+  if (k->is_number() && k->value == 1) return base;
+  if (k->is_number() && k->value == 0.5) return leir::make_call(Func::Sqrt, {base});
+  return leir::make_binary(BinaryOp::Pow, base, k);
+}
+
+// Splits a factor into base and exponent: x**k, sqrt(x) = x**0.5, x = x**1.
+std::pair<ExprPtr, ExprPtr> base_exponent(const ExprPtr& f) {
+  if (is_bin(*f, BinaryOp::Pow)) return {f->args[0], f->args[1]};
+  if (is_call(*f, Func::Sqrt)) return {f->args[0], num(0.5)};
+  return {f, leir::make_int(1)};
+}
+
+ExprPtr add_exponents(const std::vector<ExprPtr>& ks) {
+  bool numeric = std::all_of(ks.begin(), ks.end(), [](const ExprPtr& k) { return k->is_number(); });
+  if (numeric) {
+    double s = 0;
+    for (const auto& k : ks) s += k->value;
+    return num(s);
+  }
+  std::vector<Term> terms;
+  for (const auto& k : ks) sum_terms(k, true, terms);
+  return sum_of(terms);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class Powsimp final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "powsimp"; }
+  std::string_view description() const override {
+    return "combine powers and exponentials of one product (exp(a)*exp(b) -> exp(a+b), x*x -> x**2)";
+  }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override { return product_roots(v); }
+
+  Rewrite rewrite(const Target& t, const Params&, const Context&) const override {
+    std::vector<Factor> fs;
+    product_factors(t.expr, false, fs);
+    std::vector<Factor> out;
+    bool changed = false;
+    // exp factors -> one exp at the position of the first.
+    std::vector<Term> exp_args;
+    int first_exp = -1;
+    for (const auto& f : fs)
+      if (is_call(*f.e, Func::Exp)) {
+        if (first_exp < 0) first_exp = static_cast<int>(out.size());
+        sum_terms(f.e->args[0], !f.inverse, exp_args);
+      } else {
+        out.push_back(f);
+      }
+    int n_exp = static_cast<int>(fs.size() - out.size());
+    if (n_exp >= 2) {
+      std::stable_partition(exp_args.begin(), exp_args.end(), [](const Term& t) { return t.positive; });
+      out.insert(out.begin() + first_exp, Factor{leir::make_call(Func::Exp, {sum_of(exp_args)}), false});
+      changed = true;
+    } else if (n_exp == 1) {
+      out.clear();
+      out = fs;
+    } else {
+      out = fs;
+    }
+    // Equal bases among the numerator factors.
+    std::vector<Factor> merged;
+    std::map<std::string, size_t> seen;  // canonical key of base -> index in merged
+    std::vector<std::vector<ExprPtr>> exponents;
+    for (const auto& f : out) {
+      auto [base, k] = base_exponent(f.e);
+      std::string key = analysis::canonical_key(base);
+      if (f.inverse || base->is_number()) {
+        merged.push_back(f);
+        exponents.emplace_back();
+        continue;
+      }
+      auto it = seen.find(key);
+      if (it == seen.end()) {
+        seen.emplace(key, merged.size());
+        merged.push_back(f);
+        exponents.push_back({k});
+      } else {
+        exponents[it->second].push_back(k);
+        merged[it->second].e = power(base, add_exponents(exponents[it->second]));
+        changed = true;
+      }
+    }
+    if (!changed) return Rewrite::refuse("no two exponentials and no equal bases in this product");
+    return Rewrite::to(product_of(merged));
+  }
+};
+
+class ExpandPowsimp final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "expand_powsimp"; }
+  std::string_view description() const override {
+    return "split one power or exponential (exp(a+b) -> exp(a)*exp(b), x**3 -> x**2*x)";
+  }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override {
+    return node_targets(v, [](const Expr& e) {
+      if (is_call(e, Func::Exp)) return is_sum(*e.args[0]);
+      if (!is_bin(e, BinaryOp::Pow)) return false;
+      const Expr& k = *e.args[1];
+      return is_sum(k) || (k.is_number() && k.value >= 2 && k.value == std::floor(k.value) && k.value <= 16);
+    });
+  }
+
+  Rewrite rewrite(const Target& t, const Params&, const Context&) const override {
+    const ExprPtr& e = t.expr;
+    if (is_call(*e, Func::Exp)) {
+      std::vector<Term> terms;
+      sum_terms(e->args[0], true, terms);
+      ExprPtr acc;
+      for (const auto& term : terms) {
+        ExprPtr f = leir::make_call(Func::Exp, {term.positive ? term.e : leir::make_neg(term.e)});
+        acc = acc ? leir::make_binary(BinaryOp::Mul, acc, f) : f;
+      }
+      return Rewrite::to(acc);
+    }
+    const ExprPtr& base = e->args[0];
+    const ExprPtr& k = e->args[1];
+    if (k->is_number()) {
+      double n = k->value;
+      ExprPtr head = n - 1 == 1 ? base : leir::make_binary(BinaryOp::Pow, base, leir::make_int(static_cast<int64_t>(n - 1)));
+      return Rewrite::to(leir::make_binary(BinaryOp::Mul, head, base));
+    }
+    std::vector<Term> terms;
+    sum_terms(k, true, terms);
+    ExprPtr acc;
+    for (const auto& term : terms) {
+      ExprPtr f = power(base, term.positive ? term.e : leir::make_neg(term.e));
+      acc = acc ? leir::make_binary(BinaryOp::Mul, acc, f) : f;
+    }
+    return Rewrite::to(acc);
+  }
+};
+
+class ExpandLog final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "expand_log"; }
+  std::string_view description() const override {
+    return "log(a*b) -> log(a)+log(b), log(a/b) -> log(a)-log(b), log(x**k) -> k*log(x) (a, b >= 0)";
+  }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override {
+    return node_targets(v, [](const Expr& e) {
+      return is_call(e, Func::Log) &&
+             (is_product(*e.args[0]) || is_bin(*e.args[0], BinaryOp::Pow) || is_call(*e.args[0], Func::Sqrt));
+    });
+  }
+
+  Rewrite rewrite(const Target& t, const Params&, const Context& c) const override {
+    const ExprPtr& arg = t.expr->args[0];
+    auto log_of = [](const ExprPtr& x) { return leir::make_call(Func::Log, {x}); };
+    if (is_call(*arg, Func::Sqrt))  // defined exactly where sqrt is: no sign condition
+      return Rewrite::to(leir::make_binary(BinaryOp::Mul, num(0.5), log_of(arg->args[0])));
+    if (is_bin(*arg, BinaryOp::Pow)) {
+      if (!nonnegative(arg->args[0], c.nonneg_tensors))
+        return Rewrite::refuse(brief(arg->args[0]) + " is not provably >= 0 (log(x**k) -> k*log(x) needs x >= 0)");
+      return Rewrite::to(leir::make_binary(BinaryOp::Mul, arg->args[1], log_of(arg->args[0])));
+    }
+    std::vector<Factor> fs;
+    product_factors(arg, false, fs);
+    for (const auto& f : fs)
+      if (!nonnegative(f.e, c.nonneg_tensors))
+        return Rewrite::refuse("factor " + brief(f.e) + " is not provably >= 0 (log(a*b) -> log(a)+log(b) needs a, b >= 0)");
+    std::vector<Term> terms;
+    for (const auto& f : fs) terms.push_back({log_of(f.e), !f.inverse});
+    std::stable_partition(terms.begin(), terms.end(), [](const Term& x) { return x.positive; });
+    return Rewrite::to(sum_of(terms));
+  }
+};
+
+class Logsimp final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "logsimp"; }
+  std::string_view description() const override {
+    return "log(a)+log(b) -> log(a*b), log(a)-log(b) -> log(a/b) (a, b >= 0)";
+  }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override { return sum_roots(v); }
+
+  Rewrite rewrite(const Target& t, const Params&, const Context& c) const override {
+    std::vector<Term> terms;
+    sum_terms(t.expr, true, terms);
+    std::vector<Factor> logs;
+    std::vector<Term> rest;
+    int first_log = -1;
+    std::string refusal;
+    for (const auto& term : terms) {
+      if (is_call(*term.e, Func::Log)) {
+        if (!nonnegative(term.e->args[0], c.nonneg_tensors)) {
+          refusal = brief(term.e->args[0]) + " is not provably >= 0";
+          rest.push_back(term);
+          continue;
+        }
+        if (first_log < 0) first_log = static_cast<int>(rest.size());
+        logs.push_back({term.e->args[0], !term.positive});
+      } else {
+        rest.push_back(term);
+      }
+    }
+    if (logs.size() < 2)
+      return Rewrite::refuse(refusal.empty() ? "fewer than two logarithms in this sum"
+                                             : "fewer than two combinable logarithms (" + refusal + ")");
+    std::stable_partition(logs.begin(), logs.end(), [](const Factor& f) { return !f.inverse; });
+    ExprPtr combined = leir::make_call(Func::Log, {product_of(logs)});
+    rest.insert(rest.begin() + first_log, Term{combined, true});
+    std::stable_partition(rest.begin(), rest.end(), [](const Term& x) { return x.positive; });
+    return Rewrite::to(sum_of(rest));
+  }
+};
+
+RegisterStrategy<Powsimp> reg_powsimp(29);
+RegisterStrategy<ExpandPowsimp> reg_expand_powsimp(30);
+RegisterStrategy<ExpandLog> reg_expand_log(31);
+RegisterStrategy<Logsimp> reg_logsimp(32);
+
+}  // namespace
+}  // namespace steptp::strategies::algebraic

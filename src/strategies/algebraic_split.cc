@@ -1,0 +1,178 @@
+// The split strategies (STRATEGIES.md 37-39): identities that insert a chosen z.
+//
+// z comes from a small deterministic set of constants, never from the data:
+//  * multiplicative_split x -> x/z*z needs z != 0 on every input; the public engine used a
+//    neighbouring element (if_then_else(a-1<0,1,E_{a-1})) that is zero on some inputs and
+//    divided by it. z in {2, 4}: powers of two make x/z*z bit-exact except for subnormal x. (A
+//    rounding z such as 3 is not harmless: one rounding inside exp(x-max) with x ~ 1e9, as in
+//    attention at x1e3 inputs, changes the output by 1e-4 relative.)
+//  * additive_split x -> x+z-z: z in {1, 0.5, 2}. A data-dependent z (another access) could be
+//    +-inf (masks) and turn x into NaN, or be so large that x is rounded away.
+//  * exponential_split exp(u) -> exp(u-z)*exp(z) ("mul") or exp(u-z)/exp(-z) ("div"), z in
+//    {1, 0.5, 2}. The textbook form exp(x-y) -> exp(x-z)*exp(z-y) with a z between unrelated x
+//    and y overflows: softmax's exp(x-max) with x, max ~ 1e3 is finite, exp(x-z) is inf and
+//    exp(z-max) is 0, giving NaN. With a small constant z the two factors overflow/underflow
+//    exactly where exp(u) does (up to one rounding at the boundary), so the split is safe for
+//    every u. The numeric probes of the base class check it again.
+// Products of exponentials over the whole float range (exp(x)*exp(y) with x, y ~ +-1e3, as in
+// the exp_exp workload) are refused as targets: there 5e-324*inf = inf but 0*inf = NaN, and any
+// inserted z moves the underflow boundary (exp(-745.1)/2*2 = 0, exp(-40)+1-1 = 0,
+// exp(-745.1-1)*exp(1) = 0).
+// Targets (NODES): multiplicative/additive split rewrite one floating-point tensor read or one
+// exp/log/sqrt/erf/tanh/sigmoid call; exponential_split one exp call. The accumulator of an
+// accumulation is never a target (algebraic_base.h).
+#include <algorithm>
+#include <set>
+
+#include "leir/ir_mutator.h"
+#include "leir/printer.h"
+#include "strategies/algebraic_base.h"
+
+namespace steptp::strategies::algebraic {
+namespace {
+
+using leir::BinaryOp;
+using leir::Expr;
+using leir::ExprKind;
+using leir::ExprPtr;
+using leir::Func;
+
+ExprPtr constant(const std::string& text) { return leir::make_number(std::stod(text), text); }
+
+const std::string* z_param(const Params& p) {
+  auto it = p.find("z");
+  return it == p.end() ? nullptr : std::get_if<std::string>(&it->second);
+}
+
+// A value that may be an exponential anywhere in the float range: exp(...) or derived from one.
+bool wide(const ExprPtr& e, const std::set<std::string>& wide_tensors) {
+  switch (e->kind) {
+    case ExprKind::Access: return wide_tensors.count(e->tensor) > 0;
+    case ExprKind::Call: return e->func == Func::Exp;
+    case ExprKind::Unary: return wide(e->args[0], wide_tensors);
+    case ExprKind::Binary:
+      switch (e->bop) {
+        case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+          return wide(e->args[0], wide_tensors) || wide(e->args[1], wide_tensors);
+        case BinaryOp::Pow: return wide(e->args[0], wide_tensors);
+        default: return false;
+      }
+    default: return false;
+  }
+}
+
+bool has_wide_product(const ExprPtr& e, const std::set<std::string>& w) {
+  if (e->kind == ExprKind::Binary && e->bop == BinaryOp::Mul && wide(e->args[0], w) && wide(e->args[1], w))
+    return true;
+  for (const auto& a : e->args)
+    if (has_wide_product(a, w)) return true;
+  return false;
+}
+
+// Whether `target` is a full-range exponential of a program that multiplies two of them.
+bool in_wide_product_program(const leir::Program& p, const ExprPtr& target) {
+  std::set<std::string> w;
+  std::vector<const leir::Stmt*> stmts;
+  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto* s : stmts)
+      if (!w.count(s->lhs->tensor) && wide(s->rhs, w)) {
+        w.insert(s->lhs->tensor);
+        changed = true;
+      }
+  }
+  if (!wide(target, w)) return false;
+  return std::any_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) { return has_wide_product(s->rhs, w); });
+}
+
+constexpr const char* kWideRefusal =
+    "an exponential over the whole float range in a program that multiplies such values (0*inf = NaN "
+    "where the input has tiny*inf = inf): inserting z moves the underflow boundary";
+
+bool split_target(const Expr& e) {
+  if (e.kind == ExprKind::Access) return leir::is_floating(e.dtype);
+  if (e.kind != ExprKind::Call) return false;
+  switch (e.func) {
+    case Func::Exp: case Func::Log: case Func::Sqrt: case Func::Erf: case Func::Tanh: case Func::Sigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class MultiplicativeSplit final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "multiplicative_split"; }
+  std::string_view description() const override { return "x -> x/z*z for a constant nonzero z"; }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override { return node_targets(v, split_target); }
+  std::vector<Params> target_params(const Target&, const Context&) const override {
+    return {Params{{"z", std::string("2")}}, Params{{"z", std::string("4")}}};
+  }
+  Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
+    const std::string* z = z_param(params);
+    if (!z || std::stod(*z) == 0) return Rewrite::refuse("z must be a nonzero constant");
+    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
+    ExprPtr zc = constant(*z);
+    return Rewrite::to(leir::make_binary(BinaryOp::Mul, leir::make_binary(BinaryOp::Div, t.expr, zc), zc));
+  }
+};
+
+class AdditiveSplit final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "additive_split"; }
+  std::string_view description() const override { return "x -> x+z-z for a constant z"; }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override { return node_targets(v, split_target); }
+  std::vector<Params> target_params(const Target&, const Context&) const override {
+    return {Params{{"z", std::string("1")}}, Params{{"z", std::string("0.5")}}, Params{{"z", std::string("2")}}};
+  }
+  Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
+    const std::string* z = z_param(params);
+    if (!z) return Rewrite::refuse("missing parameter z");
+    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
+    ExprPtr zc = constant(*z);
+    return Rewrite::to(leir::make_binary(BinaryOp::Sub, leir::make_binary(BinaryOp::Add, t.expr, zc), zc));
+  }
+};
+
+class ExponentialSplit final : public AlgebraicStrategy {
+ public:
+  std::string_view name() const override { return "exponential_split"; }
+  std::string_view description() const override {
+    return "exp(u) -> exp(u-z)*exp(z) or exp(u-z)/exp(-z) for a small constant z";
+  }
+
+ protected:
+  std::vector<Target> targets(const StmtView& v) const override {
+    return node_targets(v, [](const Expr& e) { return e.kind == ExprKind::Call && e.func == Func::Exp; });
+  }
+  std::vector<Params> target_params(const Target&, const Context&) const override {
+    std::vector<Params> out;
+    for (const char* form : {"mul", "div"})
+      for (const char* z : {"1", "0.5", "2"}) out.push_back(Params{{"form", std::string(form)}, {"z", std::string(z)}});
+    return out;
+  }
+  Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
+    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
+    const std::string* z = z_param(params);
+    auto it = params.find("form");
+    const std::string* form = it == params.end() ? nullptr : std::get_if<std::string>(&it->second);
+    if (!z || !form || (*form != "mul" && *form != "div")) return Rewrite::refuse("parameters z and form (mul|div) required");
+    ExprPtr zc = constant(*z);
+    ExprPtr shifted = leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, t.expr->args[0], zc)});
+    if (*form == "mul")
+      return Rewrite::to(leir::make_binary(BinaryOp::Mul, shifted, leir::make_call(Func::Exp, {zc})));
+    return Rewrite::to(leir::make_binary(BinaryOp::Div, shifted, leir::make_call(Func::Exp, {leir::make_neg(zc)})));
+  }
+};
+
+RegisterStrategy<ExponentialSplit> reg_exponential_split(37);
+RegisterStrategy<MultiplicativeSplit> reg_multiplicative_split(38);
+RegisterStrategy<AdditiveSplit> reg_additive_split(39);
+
+}  // namespace
+}  // namespace steptp::strategies::algebraic
