@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "analysis/accumulation.h"
 #include "analysis/affine.h"
 #include "analysis/names.h"
 #include "analysis/rewrite.h"
@@ -38,9 +39,12 @@ std::vector<Candidate_> subscripts_of(const NestRef& n) {
   std::vector<Candidate_> out;
   std::map<std::string, size_t> seen;
   for (const auto& s : analysis::stmts_in(n)) {
+    // An accumulation's self term must keep the lhs's exact subscripts (LEIR.md §3).
+    auto acc = analysis::accumulation_of(*s.stmt);
+    const leir::Expr* self = acc ? acc->self.get() : nullptr;
     auto visit = [&](const ExprPtr& root) {
       leir::for_each_expr(root, [&](const leir::Expr& e) {
-        if (e.kind != leir::ExprKind::Access) return;
+        if (e.kind != leir::ExprKind::Access || &e == self) return;
         for (const auto& sub : e.args) {
           auto a = analysis::to_affine(sub);
           if (!a || !compound(*a)) continue;
@@ -121,8 +125,10 @@ class PrecomputeIndices final : public SurveyStrategy {
     ExprPtr table = leir::make_access(t, leir::DType::I64, leir::Scope::Global, idx);
     struct Replace : leir::ExprMutator {
       const leir::Expr* target;
+      const leir::Expr* skip = nullptr;
       ExprPtr by;
       ExprPtr visit_access(const ExprPtr& e) override {
+        if (e.get() == skip) return e;
         std::vector<ExprPtr> out;
         bool changed = false;
         for (const auto& sub : e->args) {
@@ -151,6 +157,8 @@ class PrecomputeIndices final : public SurveyStrategy {
           continue;
         }
         leir::Stmt st = item.stmt;
+        auto acc = analysis::accumulation_of(st);
+        r.skip = acc ? acc->self.get() : nullptr;
         std::vector<ExprPtr> idx;
         for (const auto& sub : st.lhs->args) idx.push_back(r.mutate(sub));
         st.lhs = analysis::with_indices(st.lhs, std::move(idx));
