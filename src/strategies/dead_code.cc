@@ -35,6 +35,19 @@ bool item_dead(const leir::Item& item, const std::set<std::string>& live) {
   return true;
 }
 
+// A dead tensor still read by another (dead) statement: removing its writer first would leave
+// that read dangling, so the reader goes first. Returns the reader's description or "".
+std::string dead_reader(const Program& p, const analysis::Path& path) {
+  auto writes = analysis::read_write(analysis::item_at(p.body, path)).writes;
+  for (const auto& s : analysis::all_stmts(p.body)) {
+    bool inside = s.path.size() >= path.size() && std::equal(path.begin(), path.end(), s.path.begin());
+    if (inside) continue;
+    for (const auto& r : analysis::reads_of(*s.stmt))
+      if (writes.count(r->tensor)) return fmt::format("{} is still read by the dead statement writing {}", r->tensor, s.stmt->lhs->tensor);
+  }
+  return "";
+}
+
 class DeadCodeElimination final : public ConsideringStrategy {
  public:
   std::string_view name() const override { return "dead_code_elimination"; }
@@ -45,7 +58,7 @@ class DeadCodeElimination final : public ConsideringStrategy {
     auto live = live_tensors(p);
     if (s.path.empty() || s.path[0] < 0 || s.path[0] >= static_cast<int>(p.body.size())) return std::nullopt;
     const auto& item = analysis::item_at(p.body, s.path);
-    if (!item_dead(item, live)) return std::nullopt;
+    if (!item_dead(item, live) || !dead_reader(p, s.path).empty()) return std::nullopt;
     Program out = p;
     out.body = analysis::replace_item(p.body, s.path, {});
     return candidate(p, s, params, Exactness::Exact, std::move(out));
@@ -68,6 +81,7 @@ class DeadCodeElimination final : public ConsideringStrategy {
             Considered d;
             d.site.path = s.path;
             d.site.description = fmt::format("statement writing {} in nest {}", s.stmt->lhs->tensor, i);
+            d.refusal = dead_reader(p, s.path);
             out.push_back(std::move(d));
           }
         }
@@ -78,6 +92,7 @@ class DeadCodeElimination final : public ConsideringStrategy {
                                     : fmt::format("writes {}, which reaches an output", w);
       } else {
         c.site.description += " (writes " + *analysis::read_write(item).writes.begin() + ")";
+        c.refusal = dead_reader(p, c.site.path);
       }
       out.push_back(std::move(c));
     }
