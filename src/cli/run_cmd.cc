@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_program.h"
 #include "cli/command.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
@@ -54,12 +55,14 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
       ->check(CLI::IsMember({"ordinary", "scaled-up", "scaled-down", "signs"}));
   sub.add_option("--out", o->out, "write the outputs here instead of stdout");
   sub.add_option("--program", o->program, "name of the program to run when FILE holds several");
-  sub.add_option("--target", o->target, "where to run: interp (the reference interpreter, default)");
+  sub.add_option("--target", o->target, "where to run: interp (the reference interpreter, default) or cpu (compiled C++/OpenMP)");
   sub.add_flag("--intermediates", o->intermediates, "also print intermediates (unset elements as nan)");
   sub.add_flag("--allow-unset", o->allow_unset, "print unset output elements as nan instead of failing");
   return [o]() -> int {
-    if (o->target != "interp")
-      throw std::runtime_error(fmt::format("unknown target '{}' (available: interp)", o->target));
+    if (o->target != "interp" && o->target != "cpu")
+      throw std::runtime_error(fmt::format("unknown target '{}' (available: interp, cpu)", o->target));
+    if (o->target == "cpu" && o->intermediates)
+      throw std::runtime_error("--intermediates needs --target interp (compiled code keeps intermediates internal)");
     leir::Program p = select_program(o->file, o->program);
     leir::TensorMap inputs = o->inputs.empty() ? interp::generate_inputs(p, o->seed, kProfiles.at(o->profile))
                                                : leir::read_values_file(o->inputs);
@@ -68,7 +71,8 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
     opts.allow_unset_outputs = o->allow_unset;
     leir::TensorMap outputs;
     try {
-      outputs = interp::Interpreter(p).run(inputs, opts);
+      if (o->target == "cpu") outputs = backend::cpu::build_cpu_program(p)->run(inputs);
+      else outputs = interp::Interpreter(p).run(inputs, opts);
     } catch (const interp::RuntimeError& e) {
       std::cerr << e.what() << "\n";
       return 1;

@@ -1,0 +1,79 @@
+// Compiles generated kernels with the system C++ compiler and loads them (dlopen), through a
+// content-addressed disk cache.
+//
+// Key = hash(compiler identity, flags, prelude, kernel code). A kernel's object lives at
+// CACHE/<key>.so; the symbol is steptp_k_<key>. Kernels missing from the cache are compiled
+// together: one translation unit, one compiler invocation, one shared object, hard-linked under
+// each key (so later runs find each kernel alone). Writes go through temporary names and
+// rename/link, so concurrent processes sharing a cache never see half-written files.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace steptp::backend::cpu {
+
+struct CompilerOptions {
+  std::string compiler = "c++";
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"};
+  // Empty: $STEPTP_CACHE_DIR, else ~/.cache/steptp/kernels.
+  std::string cache_dir;
+};
+
+using KernelFn = int (*)(void* const* args);
+
+struct LoadedKernel {
+  KernelFn fn = nullptr;
+  std::string key;
+  std::shared_ptr<void> library;  // keeps the shared object loaded
+};
+
+struct CompileResult {
+  std::optional<LoadedKernel> kernel;
+  std::string error;      // compiler diagnostics when kernel is empty
+  bool cache_hit = false;
+};
+
+struct CompilerStats {
+  int invocations = 0;  // compiler processes started
+  int compiled = 0;     // kernels compiled
+  int disk_hits = 0;    // kernels found in the disk cache
+  int memory_hits = 0;  // kernels already loaded in this process
+};
+
+class KernelCompiler {
+ public:
+  explicit KernelCompiler(CompilerOptions o = {});
+
+  // `codes` are kernel definitions naming their function kSymbolPlaceholder (codegen.h).
+  // Compiles every missing one in a single compiler invocation (retrying one by one only when
+  // the batch fails, so each error is attributed to its kernel).
+  std::vector<CompileResult> compile(const std::vector<std::string>& codes);
+  CompileResult compile_one(const std::string& code) { return compile({code}).front(); }
+
+  const std::string& cache_dir() const { return dir_; }
+  CompilerStats stats() const;
+  std::string key_of(const std::string& code) const;
+
+ private:
+  bool build(const std::vector<std::pair<std::string, std::string>>& keyed, std::string* error);
+  std::optional<LoadedKernel> load(const std::string& key, std::string* error);
+
+  CompilerOptions o_;
+  std::string dir_;
+  std::string identity_;  // compiler version + flags + prelude: part of every key
+  mutable std::mutex mu_;
+  CompilerStats stats_;
+};
+
+// Process-wide default compiler (cache dir from the environment).
+KernelCompiler& default_compiler();
+
+// 128-bit FNV-1a based content hash as 32 hex digits (stable across runs and machines).
+std::string content_hash(std::string_view data);
+
+}  // namespace steptp::backend::cpu

@@ -1,0 +1,179 @@
+#include "backend/cpu/cpu_program.h"
+
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "leir/diagnostic.h"
+
+namespace steptp::backend::cpu {
+
+using leir::DType;
+
+namespace {
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+void store_values(DType st, void* dst, const std::vector<double>& src) {
+  size_t n = src.size();
+  switch (st) {
+    case DType::F64: std::memcpy(dst, src.data(), n * sizeof(double)); return;
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+      for (size_t i = 0; i < n; ++i) static_cast<float*>(dst)[i] = static_cast<float>(src[i]);
+      return;
+    case DType::I8: for (size_t i = 0; i < n; ++i) static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(src[i]); return;
+    case DType::I16: for (size_t i = 0; i < n; ++i) static_cast<int16_t*>(dst)[i] = static_cast<int16_t>(src[i]); return;
+    case DType::I32: for (size_t i = 0; i < n; ++i) static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(src[i]); return;
+    case DType::I64: for (size_t i = 0; i < n; ++i) static_cast<int64_t*>(dst)[i] = static_cast<int64_t>(src[i]); return;
+    case DType::U8: for (size_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(src[i]); return;
+    case DType::Bool: for (size_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = src[i] != 0; return;
+  }
+}
+
+std::vector<double> load_values(DType st, const void* src, int64_t n) {
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (st) {
+      case DType::F64: out[i] = static_cast<const double*>(src)[i]; break;
+      case DType::F32:
+      case DType::F16:
+      case DType::BF16: out[i] = static_cast<const float*>(src)[i]; break;
+      case DType::I8: out[i] = static_cast<const int8_t*>(src)[i]; break;
+      case DType::I16: out[i] = static_cast<const int16_t*>(src)[i]; break;
+      case DType::I32: out[i] = static_cast<const int32_t*>(src)[i]; break;
+      case DType::I64: out[i] = static_cast<double>(static_cast<const int64_t*>(src)[i]); break;
+      case DType::U8:
+      case DType::Bool: out[i] = static_cast<const uint8_t*>(src)[i]; break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params) {
+  std::vector<size_t> offsets;
+  for (const auto& p : params) {
+    offsets.push_back(bytes_);
+    bytes_ += align64(static_cast<size_t>(std::max<int64_t>(p.numel, 1)) * leir::byte_size(p.storage));
+  }
+  bytes_ = std::max<size_t>(bytes_, 64);
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (base_ == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes of kernel buffers", bytes_));
+  for (size_t off : offsets) ptrs_.push_back(static_cast<char*>(base_) + off);
+}
+
+KernelBuffers::~KernelBuffers() {
+  if (base_ && base_ != MAP_FAILED) munmap(base_, bytes_);
+}
+
+std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) const {
+  auto b = std::make_unique<KernelBuffers>(source_.params);
+  for (size_t i = 0; i < source_.params.size(); ++i) {
+    const auto& kp = source_.params[i];
+    const leir::TensorDecl& decl = program_.known[i];
+    if (kp.output) {
+      std::vector<double> nan(static_cast<size_t>(kp.numel), std::numeric_limits<double>::quiet_NaN());
+      if (leir::is_floating(kp.storage)) store_values(kp.storage, b->data(i), nan);
+      continue;
+    }
+    auto it = inputs.find(kp.name);
+    const std::vector<double>* data = nullptr;
+    if (it != inputs.end()) {
+      if (it->second.shape != kp.shape)
+        throw leir::LeirError(program_.file, decl.loc,
+                              fmt::format("value of {} has the wrong shape ({} elements given, {} expected)", kp.name,
+                                          it->second.numel(), kp.numel));
+      data = &it->second.data;
+    } else if (decl.value) {
+      data = &*decl.value;
+    } else {
+      throw leir::LeirError(program_.file, decl.loc, fmt::format("no value given for {} {}", leir::to_string(decl.role), kp.name));
+    }
+    if (static_cast<int64_t>(data->size()) != kp.numel)
+      throw leir::LeirError(program_.file, decl.loc,
+                            fmt::format("value of {} has {} elements, expected {}", kp.name, data->size(), kp.numel));
+    store_values(kp.storage, b->data(i), *data);
+  }
+  return b;
+}
+
+void CpuProgram::run(KernelBuffers& b) const {
+  if (kernel_.fn(b.args()) != 0)
+    throw std::runtime_error(fmt::format("{}: out of memory allocating intermediates", program_.name));
+}
+
+leir::TensorMap CpuProgram::outputs(const KernelBuffers& b) const {
+  leir::TensorMap out;
+  for (size_t i = 0; i < source_.params.size(); ++i) {
+    const auto& kp = source_.params[i];
+    if (!kp.output) continue;
+    leir::TensorValue v;
+    v.dtype = kp.dtype;
+    v.shape = kp.shape;
+    v.data = load_values(kp.storage, b.data(i), kp.numel);
+    out.emplace(kp.name, std::move(v));
+  }
+  return out;
+}
+
+leir::TensorMap CpuProgram::run(const leir::TensorMap& inputs) const {
+  auto b = bind(inputs);
+  run(*b);
+  return outputs(*b);
+}
+
+struct CpuBuilder {
+  static std::shared_ptr<CpuProgram> make(const leir::Program& p, CpuKernelSource src, LoadedKernel k) {
+    auto cp = std::make_shared<CpuProgram>();
+    cp->program_ = p;
+    cp->source_ = std::move(src);
+    cp->kernel_ = std::move(k);
+    return cp;
+  }
+};
+
+std::vector<CpuBuildResult> build_cpu_programs(const std::vector<leir::Program>& programs, const CpuCodegenOptions& o,
+                                               KernelCompiler* compiler) {
+  KernelCompiler& cc = compiler ? *compiler : default_compiler();
+  std::vector<CpuBuildResult> results(programs.size());
+  std::vector<CpuKernelSource> sources(programs.size());
+  std::vector<std::string> codes;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    try {
+      sources[i] = generate_cpu_kernel(programs[i], o);
+      codes.push_back(sources[i].code);
+      which.push_back(i);
+    } catch (const std::exception& e) {
+      results[i].error = e.what();
+    }
+  }
+  auto compiled = cc.compile(codes);
+  for (size_t j = 0; j < which.size(); ++j) {
+    size_t i = which[j];
+    if (!compiled[j].kernel) {
+      results[i].error = "compiler error:\n" + compiled[j].error;
+      continue;
+    }
+    results[i].program = CpuBuilder::make(programs[i], std::move(sources[i]), *compiled[j].kernel);
+  }
+  return results;
+}
+
+std::shared_ptr<const CpuProgram> build_cpu_program(const leir::Program& p, const CpuCodegenOptions& o,
+                                                    KernelCompiler* compiler) {
+  auto src = generate_cpu_kernel(p, o);  // lowering errors surface as LeirError
+  auto r = build_cpu_programs({p}, o, compiler);
+  if (!r[0].program) throw std::runtime_error(r[0].error);
+  return r[0].program;
+}
+
+}  // namespace steptp::backend::cpu

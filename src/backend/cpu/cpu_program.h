@@ -1,0 +1,70 @@
+// A LEIR program compiled for the CPU: bind inputs, run (in process or sandboxed), read outputs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/codegen.h"
+#include "backend/cpu/compiler.h"
+#include "leir/ast.h"
+#include "leir/values.h"
+
+namespace steptp::backend::cpu {
+
+// Dense buffers for every known tensor of one program, in one shared anonymous mapping (so a
+// sandboxed child process writes its outputs straight into the parent's memory).
+class KernelBuffers {
+ public:
+  KernelBuffers(const std::vector<KernelParam>& params);
+  ~KernelBuffers();
+  KernelBuffers(const KernelBuffers&) = delete;
+  KernelBuffers& operator=(const KernelBuffers&) = delete;
+
+  void* const* args() const { return ptrs_.data(); }
+  void* data(size_t i) const { return ptrs_[i]; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::vector<void*> ptrs_;
+};
+
+class CpuProgram {
+ public:
+  const leir::Program& program() const { return program_; }
+  const CpuKernelSource& source() const { return source_; }
+  const LoadedKernel& kernel() const { return kernel_; }
+
+  // Buffers filled from `inputs` (inputs and params required; constants from the signature
+  // unless given); float outputs start as NaN so elements the program never sets read as NaN,
+  // as in the interpreter. Throws leir::LeirError naming the tensor on a missing or
+  // mis-shaped value.
+  std::unique_ptr<KernelBuffers> bind(const leir::TensorMap& inputs) const;
+  // Runs the kernel in this process on bound buffers (throws std::runtime_error on failure).
+  void run(KernelBuffers& b) const;
+  leir::TensorMap outputs(const KernelBuffers& b) const;
+  // bind + run + outputs.
+  leir::TensorMap run(const leir::TensorMap& inputs) const;
+
+ private:
+  friend struct CpuBuilder;
+  leir::Program program_;
+  CpuKernelSource source_;
+  LoadedKernel kernel_;
+};
+
+struct CpuBuildResult {
+  std::shared_ptr<const CpuProgram> program;  // null on failure
+  std::string error;                          // lowering or compiler error
+};
+
+// Lowers and compiles many programs with a single compiler invocation for all uncached kernels.
+std::vector<CpuBuildResult> build_cpu_programs(const std::vector<leir::Program>& programs,
+                                               const CpuCodegenOptions& o = {},
+                                               KernelCompiler* compiler = nullptr);
+// One program; throws leir::LeirError (lowering) or std::runtime_error (compiler).
+std::shared_ptr<const CpuProgram> build_cpu_program(const leir::Program& p, const CpuCodegenOptions& o = {},
+                                                    KernelCompiler* compiler = nullptr);
+
+}  // namespace steptp::backend::cpu

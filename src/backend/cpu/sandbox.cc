@@ -1,0 +1,108 @@
+#include "backend/cpu/sandbox.h"
+
+#include <omp.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace steptp::backend::cpu {
+
+std::string_view to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::Ok: return "ok";
+    case RunStatus::Crashed: return "crashed";
+    case RunStatus::TimedOut: return "timed out";
+    case RunStatus::OutOfMemory: return "out of memory";
+    case RunStatus::Failed: return "failed";
+  }
+  return "failed";
+}
+
+namespace {
+
+// Current address-space size of this process (bytes), from /proc/self/statm.
+int64_t current_vm_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t pages = 0;
+  in >> pages;
+  return pages * sysconf(_SC_PAGESIZE);
+}
+
+constexpr int kExitOom = 3;
+
+}  // namespace
+
+SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits) {
+  SandboxResult r;
+  auto buffers = prog.bind(inputs);
+  const int64_t vm_limit = current_vm_bytes() + limits.memory_limit_bytes;
+  const KernelFn fn = prog.kernel().fn;
+  void* const* args = buffers->args();
+  const int threads = limits.threads;
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = -1;
+  std::thread helper([&] {
+    pid = fork();
+    if (pid == 0) {
+      rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
+      setrlimit(RLIMIT_AS, &rl);
+      rlimit core{0, 0};
+      setrlimit(RLIMIT_CORE, &core);
+      if (threads > 0) omp_set_num_threads(threads);
+      int rc = fn(args);
+      _exit(rc == 0 ? 0 : kExitOom);
+    }
+  });
+  helper.join();
+  if (pid < 0) {
+    r.message = fmt::format("fork failed: {}", std::strerror(errno));
+    return r;
+  }
+  int status = 0;
+  bool timed_out = false;
+  auto sleep = std::chrono::microseconds(50);
+  while (true) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      r.message = fmt::format("waitpid failed: {}", std::strerror(errno));
+      return r;
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (elapsed > limits.time_limit_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+  }
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (timed_out) {
+    r.status = RunStatus::TimedOut;
+    r.message = fmt::format("killed after the {:.3g} s time limit", limits.time_limit_s);
+  } else if (WIFSIGNALED(status)) {
+    r.status = RunStatus::Crashed;
+    r.message = fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitOom) {
+    r.status = RunStatus::OutOfMemory;
+    r.message = fmt::format("allocation failed under the {} MiB memory limit", limits.memory_limit_bytes >> 20);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    r.status = RunStatus::Ok;
+    r.outputs = prog.outputs(*buffers);
+  } else {
+    r.message = fmt::format("child exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return r;
+}
+
+}  // namespace steptp::backend::cpu

@@ -1,0 +1,36 @@
+// Runs an untrusted compiled kernel in a child process with a time and memory limit: a crash,
+// a timeout or an allocation failure is a result, never the end of the caller.
+//
+// The child is forked from a fresh helper thread (libgomp's thread pool belongs to the thread
+// that created it, so the child — whose only thread is that helper — starts with no stale pool
+// and can run OpenMP regions). Inputs and outputs live in a shared anonymous mapping
+// (KernelBuffers), so nothing is serialized.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cpu/cpu_program.h"
+
+namespace steptp::backend::cpu {
+
+struct SandboxLimits {
+  double time_limit_s = 10.0;
+  int64_t memory_limit_bytes = int64_t{4} << 30;  // address space the child may add
+  int threads = 0;                                // 0: OpenMP default
+};
+
+enum class RunStatus : uint8_t { Ok, Crashed, TimedOut, OutOfMemory, Failed };
+std::string_view to_string(RunStatus s);
+
+struct SandboxResult {
+  RunStatus status = RunStatus::Failed;
+  std::string message;    // what happened when status != Ok ("killed by SIGSEGV", ...)
+  leir::TensorMap outputs;  // when Ok
+  double wall_ms = 0;
+};
+
+// Binds inputs (errors in the inputs throw leir::LeirError, as in CpuProgram::bind).
+SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits = {});
+
+}  // namespace steptp::backend::cpu

@@ -1,0 +1,235 @@
+// CPU backend: compiled code against independent oracles — the PyTorch outputs stored with the
+// public corpus and the reference interpreter — plus cache, batching, sandbox and determinism.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backend/accumulation.h"
+#include "backend/cpu/codegen.h"
+#include "backend/cpu/cpu_program.h"
+#include "backend/cpu/sandbox.h"
+#include "backend_test_util.h"
+#include "interp/inputs.h"
+#include "interp/interpreter.h"
+#include "leir/program_io.h"
+#include "leir/tensors.h"
+
+namespace steptp::backend {
+namespace {
+
+using namespace cpu;
+using testing::compare_values;
+using testing::TempDir;
+
+// f64 build vs interpreter: both compute in float64; they may differ only by the order of
+// parallel reductions (OpenMP combines per-thread partials) and by libm calls compiled with
+// different flags, a few ulps per operation.
+constexpr double kAtolF64 = 1e-10, kRtolF64 = 1e-9;
+// f32 build vs interpreter (float64 arithmetic on the same f32 inputs): each f32 operation
+// rounds with eps = 1.2e-7; the test programs reduce over at most ~500 terms of magnitude <= ~10
+// (seeded inputs in [-1, 1], small weights), so the worst accumulated error is about
+// 500 * 1.2e-7 * 10 = 6e-4 in absolute terms for values of order 1-10, well below 1e-3.
+constexpr double kAtolF32 = 1e-3, kRtolF32 = 1e-3;
+
+leir::Program parse(const std::string& text) { return leir::program_from_text(text, "test.leir"); }
+
+TEST(CpuBackend, CorpusMatchesStoredPyTorchOutputs) {
+  TempDir dir("cpu-corpus");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto cases = testing::corpus_cases();
+  ASSERT_EQ(cases.size(), 40u);
+  std::vector<leir::Program> programs;
+  for (const auto& c : cases) programs.push_back(c.program);
+  auto built = build_cpu_programs(programs, {.all_f64 = true}, &cc);
+  EXPECT_EQ(cc.stats().invocations, 1) << "all corpus kernels compile in one compiler invocation";
+  int agree = 0, noted = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(built[i].program) << cases[i].program.name << ": " << built[i].error;
+    auto out = built[i].program->run(cases[i].inputs);
+    std::string diff = compare_values(out, cases[i].expected, 1e-8, 1e-8);
+    if (!cases[i].note.empty()) {
+      ++noted;  // the LEIR itself differs from PyTorch here (documented in the corpus)
+      continue;
+    }
+    EXPECT_EQ(diff, "") << cases[i].program.name;
+    agree += diff.empty();
+  }
+  EXPECT_EQ(agree + noted, 40);
+  std::cout << "[corpus] " << agree << " of " << (40 - noted) << " programs equal PyTorch (" << noted
+            << " with documented LEIR/PyTorch differences skipped)\n";
+}
+
+// Every example and corpus program, f64 build, on seeded inputs of two profiles.
+TEST(CpuBackend, ExamplesAndCorpusMatchInterpreterF64) {
+  TempDir dir("cpu-interp");
+  KernelCompiler cc({.cache_dir = dir.path});
+  std::vector<leir::Program> programs;
+  for (auto& c : testing::example_cases()) programs.push_back(c.program);
+  for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
+  auto built = build_cpu_programs(programs, {.all_f64 = true}, &cc);
+  int checked = 0;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    ASSERT_TRUE(built[i].program) << programs[i].name << ": " << built[i].error;
+    for (auto profile : {interp::InputProfile::Ordinary, interp::InputProfile::Signs}) {
+      auto inputs = interp::generate_inputs(programs[i], 1234 + i, profile);
+      auto want = interp::run_program(programs[i], inputs);
+      auto got = built[i].program->run(inputs);
+      // The interpreter rounds stores into f32 tensors to f32; the all-f64 build does not.
+      bool narrow = false;
+      for (const auto& d : programs[i].known) narrow |= d.dtype == leir::DType::F32;
+      EXPECT_EQ(compare_values(got, want, narrow ? kAtolF32 : kAtolF64, narrow ? kRtolF32 : kRtolF64), "")
+          << programs[i].name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2 * 50);
+}
+
+// Native f32 builds of the f32 variants: f32 storage and arithmetic.
+TEST(CpuBackend, NativeF32BuildsMatchInterpreter) {
+  TempDir dir("cpu-f32");
+  KernelCompiler cc({.cache_dir = dir.path});
+  std::vector<leir::Program> programs;
+  for (auto& c : testing::example_cases()) programs.push_back(c.program);
+  for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
+  for (auto& p : programs) {
+    auto t = leir::program_to_text(p);
+    for (size_t pos; (pos = t.find("f64")) != std::string::npos;) t.replace(pos, 3, "f32");
+    p = leir::program_from_text(t, p.name + ".leir");
+  }
+  auto built = build_cpu_programs(programs, {}, &cc);
+  for (size_t i = 0; i < programs.size(); ++i) {
+    ASSERT_TRUE(built[i].program) << programs[i].name << ": " << built[i].error;
+    EXPECT_NE(built[i].program->source().code.find("float"), std::string::npos);
+    auto inputs = interp::generate_inputs(programs[i], 99 + i);
+    auto want = interp::run_program(programs[i], inputs);
+    auto got = built[i].program->run(inputs);
+    EXPECT_EQ(compare_values(got, want, kAtolF32, kRtolF32), "") << programs[i].name;
+  }
+}
+
+TEST(CpuBackend, CacheAndBatching) {
+  TempDir dir("cpu-cache");
+  auto a = parse("input A: f64[8]\noutput C: f64[8]\nB^{8}_{tx=0}[C^{f64,g}_{tx}=A^{f64,g}_{tx}*3;];");
+  auto b = parse("input A: f64[8]\noutput C: f64[8]\nP^{8}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})-7.5;];");
+  KernelCompiler first({.cache_dir = dir.path});
+  auto r1 = build_cpu_programs({a, b, a}, {}, &first);
+  ASSERT_TRUE(r1[0].program && r1[1].program && r1[2].program);
+  EXPECT_EQ(first.stats().invocations, 1);
+  EXPECT_EQ(first.stats().compiled, 2);  // the duplicate is compiled once
+  int so_files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) so_files += e.path().extension() == ".so";
+  EXPECT_EQ(so_files, 2);
+  KernelCompiler second({.cache_dir = dir.path});
+  auto r2 = build_cpu_programs({b, a}, {}, &second);
+  ASSERT_TRUE(r2[0].program && r2[1].program);
+  EXPECT_EQ(second.stats().invocations, 0);
+  leir::TensorMap in{{"A", {leir::DType::F64, {8}, {0, 1, 2, 3, 4, 5, 6, -1}}}};
+  EXPECT_EQ(r2[1].program->run(in).at("C").data[7], -3.0);
+  EXPECT_DOUBLE_EQ(r2[0].program->run(in).at("C").data[2], std::exp(2.0) - 7.5);
+}
+
+TEST(CpuBackend, CompilerErrorsAreValuesNotCrashes) {
+  TempDir dir("cpu-err");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto r = cc.compile({std::string("extern \"C\" int ") + std::string(kSymbolPlaceholder) + "(void* const*) { return nope; }",
+                       std::string("extern \"C\" int ") + std::string(kSymbolPlaceholder) + "(void* const*) { return 0; }"});
+  EXPECT_FALSE(r[0].kernel);
+  EXPECT_NE(r[0].error.find("nope"), std::string::npos);
+  ASSERT_TRUE(r[1].kernel);  // the batch failed; the good kernel was retried alone
+  EXPECT_EQ(r[1].kernel->fn(nullptr), 0);
+}
+
+TEST(CpuBackend, AccumulationIdentityOnlyForUnsetElements) {
+  // C = A@G, then C = C + bias (C is set: no identity), then a max into a fresh tensor.
+  auto p = parse(R"(input A: f64[3,4]
+param G: f64[4,5]
+param H: f64[5]
+output E: f64[3]
+B^{3}_{tx=0}L^{5}_{a=0}L^{4}_{c=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*G^{f64,g}_{c,a};];
+B^{3}_{tx=0}L^{5}_{a=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+H^{f64,g}_{a};];
+B^{3}_{tx=0}L^{5}_{a=0}[E^{f64,g}_{tx}=max(E^{f64,g}_{tx},C^{f64,g}_{tx,a});];
+)");
+  auto table = leir::build_tensor_table(p);
+  auto plan = plan_inits(p, table);
+  ASSERT_EQ(plan.accum.size(), 3u);
+  EXPECT_EQ(plan.init_before[0].size(), 1u);
+  EXPECT_EQ(plan.init_before[1].size(), 0u);
+  EXPECT_EQ(plan.init_before[2].size(), 1u);
+  EXPECT_TRUE(plan.tracked.empty());
+  // A partially written tensor accumulated over its whole range needs per-element tracking.
+  auto q = parse(R"(input A: f64[6]
+output D: f64[6]
+L^{3}_{a=0}[D^{f64,g}_{a}=A^{f64,g}_{a};];
+L^{6}_{a=0}L^{2}_{c=0}[D^{f64,g}_{a}=D^{f64,g}_{a}+A^{f64,g}_{a}*c;];
+)");
+  auto qplan = plan_inits(q, leir::build_tensor_table(q));
+  EXPECT_EQ(qplan.tracked.count("D"), 1u);
+  TempDir dir("cpu-acc");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({p, q}, {}, &cc);
+  for (int k = 0; k < 2; ++k) {
+    const auto& prog = k == 0 ? p : q;
+    ASSERT_TRUE(built[k].program) << built[k].error;
+    auto in = interp::generate_inputs(prog, 7);
+    EXPECT_EQ(compare_values(built[k].program->run(in), interp::run_program(prog, in), kAtolF64, kRtolF64), "");
+  }
+}
+
+TEST(CpuBackend, ParallelReductionAcrossBoundLoop) {
+  // B loop accumulating into a scalar (the public nll_loss form), int and float, + and max.
+  auto p = parse(R"(input A: f64[4000]
+output D: f64[]
+output M: f64[]
+output O: i64[]
+B^{4000}_{tx=0}[D^{f64,g}=D^{f64,g}+A^{f64,g}_{tx};];
+P^{4000}_{tx=0}[M^{f64,g}=max(M^{f64,g},A^{f64,g}_{tx});];
+B^{4000}_{tx=0}[O^{i64,g}=O^{i64,g}+(A^{f64,g}_{tx}>0);];
+)");
+  TempDir dir("cpu-red");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto prog = build_cpu_program(p, {}, &cc);
+  EXPECT_NE(prog->source().code.find("reduction(+:t_D[0:1])"), std::string::npos) << prog->source().code;
+  EXPECT_NE(prog->source().code.find("reduction(steptp_max:t_M[0:1])"), std::string::npos);
+  auto in = interp::generate_inputs(p, 3);
+  EXPECT_EQ(compare_values(prog->run(in), interp::run_program(p, in), kAtolF64, kRtolF64), "");
+}
+
+TEST(CpuBackend, SandboxReportsCrashTimeoutAndMemory) {
+  TempDir dir("cpu-sandbox");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto crash = parse("input A: f64[4]\ninput C: i64[4]\noutput D: f64[4]\nB^{4}_{tx=0}[D^{f64,g}_{tx}=A^{f64,g}_{C^{i64,g}_{tx}};];");
+  auto slow = parse("input A: f64[1]\noutput D: f64[1]\nL^{100000}_{a=0}L^{100000}_{c=0}L^{100000}_{d=0}[D^{f64,g}_{0}=D^{f64,g}_{0}+A^{f64,g}_{0};];");
+  auto big = parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];");
+  auto built = build_cpu_programs({crash, slow, big}, {}, &cc);
+  for (const auto& b : built) ASSERT_TRUE(b.program) << b.error;
+
+  leir::TensorMap in{{"A", {leir::DType::F64, {4}, {1, 2, 3, 4}}}, {"C", {leir::DType::I64, {4}, {0, 1, 2, 3}}}};
+  auto ok = run_sandboxed(*built[0].program, in);
+  ASSERT_EQ(ok.status, RunStatus::Ok) << ok.message;
+  EXPECT_EQ(ok.outputs.at("D").data, (std::vector<double>{1, 2, 3, 4}));
+  in["C"].data = {0, 1, 2, 1e15};
+  auto bad = run_sandboxed(*built[0].program, in);
+  EXPECT_EQ(bad.status, RunStatus::Crashed) << bad.message;
+
+  leir::TensorMap one{{"A", {leir::DType::F64, {1}, {1}}}};
+  auto t = run_sandboxed(*built[1].program, one, {.time_limit_s = 0.3});
+  EXPECT_EQ(t.status, RunStatus::TimedOut) << t.message;
+  auto m = run_sandboxed(*built[2].program, one, {.time_limit_s = 30, .memory_limit_bytes = int64_t{1} << 30});
+  EXPECT_EQ(m.status, RunStatus::OutOfMemory) << m.message;
+  // The parent is unharmed and can still run kernels in process.
+  EXPECT_EQ(built[0].program->run({{"A", {leir::DType::F64, {4}, {5, 6, 7, 8}}}, {"C", {leir::DType::I64, {4}, {3, 2, 1, 0}}}})
+                .at("D").data,
+            (std::vector<double>{8, 7, 6, 5}));
+}
+
+TEST(CpuBackend, GeneratedSourceIsDeterministic) {
+  for (const auto& c : testing::corpus_cases()) {
+    auto a = generate_cpu_kernel(c.program);
+    auto b = generate_cpu_kernel(leir::program_from_json(leir::program_to_json(c.program)));
+    EXPECT_EQ(a.code, b.code) << c.program.name;
+  }
+}
+
+}  // namespace
+}  // namespace steptp::backend
