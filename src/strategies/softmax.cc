@@ -389,10 +389,11 @@ class PrefixSoftmax : public ConsideringStrategy {
  private:
   // Statistics that must stay materialized: known tensors, or read outside the softmax reads
   // (online_softmax redirects the reads of items after the sum).
+  // Reads before the sum are only the reductions' own running values.
   static bool keeps_tensor(const Program& p, const analysis::UseDef& ud, const std::string& t, int sum_item) {
     if (is_known(p, t)) return true;
     for (int k : ud.readers(t))
-      if (k < sum_item) return true;  // (cannot happen after match; kept for safety)
+      if (k < sum_item && !ud.items[k].writes.count(t)) return true;
     return false;
   }
 
