@@ -80,6 +80,9 @@ class AlgebraicStrategy : public Strategy {
   virtual std::vector<Target> targets(const StmtView& v) const = 0;
   virtual std::vector<Params> target_params(const Target& t, const Context& c) const { return {Params{}}; }
   virtual Rewrite rewrite(const Target& t, const Params& params, const Context& c) const = 0;
+  // The log strategies move a divisor into a logarithm (log(a/b) -> log(a)-log(b)), which is
+  // undefined at b = 0 just the same; they rely on the probes instead.
+  virtual bool checks_denominators() const { return true; }
 
  private:
   struct Attempt {

@@ -30,6 +30,14 @@ using leir::ExprKind;
 using leir::ExprPtr;
 using leir::Func;
 
+// A reused sub-tree without the source's parentheses around it (they belonged to its old place).
+ExprPtr bare(const ExprPtr& e) {
+  if (e->parens == 0) return e;
+  auto copy = std::make_shared<Expr>(*e);
+  copy->parens = 0;
+  return copy;
+}
+
 bool is_bin(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
 bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
 bool is_product(const Expr& e) { return is_bin(e, BinaryOp::Mul) || is_bin(e, BinaryOp::Div); }
@@ -163,6 +171,7 @@ class Powsimp final : public AlgebraicStrategy {
     int n_exp = static_cast<int>(fs.size() - out.size());
     if (n_exp >= 2) {
       std::stable_partition(exp_args.begin(), exp_args.end(), [](const Term& t) { return t.positive; });
+      for (auto& a : exp_args) a.e = bare(a.e);
       out.insert(out.begin() + first_exp, Factor{leir::make_call(Func::Exp, {sum_of(exp_args)}), false});
       changed = true;
     } else if (n_exp == 1) {
@@ -223,7 +232,7 @@ class ExpandPowsimp final : public AlgebraicStrategy {
       sum_terms(e->args[0], true, terms);
       ExprPtr acc;
       for (const auto& term : terms) {
-        ExprPtr f = leir::make_call(Func::Exp, {term.positive ? term.e : leir::make_neg(term.e)});
+        ExprPtr f = leir::make_call(Func::Exp, {term.positive ? bare(term.e) : leir::make_neg(term.e)});
         acc = acc ? leir::make_binary(BinaryOp::Mul, acc, f) : f;
       }
       return Rewrite::to(acc);
@@ -261,9 +270,11 @@ class ExpandLog final : public AlgebraicStrategy {
     });
   }
 
+  bool checks_denominators() const override { return false; }
+
   Rewrite rewrite(const Target& t, const Params&, const Context& c) const override {
     const ExprPtr& arg = t.expr->args[0];
-    auto log_of = [](const ExprPtr& x) { return leir::make_call(Func::Log, {x}); };
+    auto log_of = [](const ExprPtr& x) { return leir::make_call(Func::Log, {bare(x)}); };
     if (is_call(*arg, Func::Sqrt))  // defined exactly where sqrt is: no sign condition
       return Rewrite::to(leir::make_binary(BinaryOp::Mul, num(0.5), log_of(arg->args[0])));
     if (is_bin(*arg, BinaryOp::Pow)) {
@@ -292,6 +303,7 @@ class Logsimp final : public AlgebraicStrategy {
 
  protected:
   std::vector<Target> targets(const StmtView& v) const override { return sum_roots(v); }
+  bool checks_denominators() const override { return false; }
 
   Rewrite rewrite(const Target& t, const Params&, const Context& c) const override {
     std::vector<Term> terms;
@@ -317,6 +329,7 @@ class Logsimp final : public AlgebraicStrategy {
       return Rewrite::refuse(refusal.empty() ? "fewer than two logarithms in this sum"
                                              : "fewer than two combinable logarithms (" + refusal + ")");
     std::stable_partition(logs.begin(), logs.end(), [](const Factor& f) { return !f.inverse; });
+    for (auto& f : logs) f.e = bare(f.e);
     ExprPtr combined = leir::make_call(Func::Log, {product_of(logs)});
     rest.insert(rest.begin() + first_log, Term{combined, true});
     std::stable_partition(rest.begin(), rest.end(), [](const Term& x) { return x.positive; });
