@@ -204,7 +204,17 @@ TEST(Cli, ListEmitAndErrors) {
 
   auto [rc3, text] = run_cli("workloads emit conv1d --seed 1 --size small --format leir");
   EXPECT_EQ(rc3, 0);
-  EXPECT_NE(text.find("input  A: f64["), std::string::npos) << text;
+  leir::Program from_text = leir::program_from_text(text);
+  leir::Program direct = emit(*find_workload("conv1d"), 1, SizeClass::Small);
+  EXPECT_EQ(leir::print_body(from_text.body), leir::print_body(direct.body));
+  ASSERT_EQ(from_text.known.size(), direct.known.size()) << text;
+  for (size_t i = 0; i < direct.known.size(); ++i)
+    EXPECT_EQ(leir::signature_line(from_text.known[i]), leir::signature_line(direct.known[i]));
+
+  auto [rc4, f32] = run_cli("workloads emit relu --seed 2 --size tiny --f32");
+  EXPECT_EQ(rc4, 0);
+  EXPECT_EQ(f32.find("f64"), std::string::npos) << f32;
+  EXPECT_NE(f32.find("C^{f32,g}"), std::string::npos) << f32;
 
   EXPECT_EQ(run_cli("workloads emit no_such_workload").first, 1);
   EXPECT_EQ(run_cli("workloads emit relu --size huge").first, 1);
