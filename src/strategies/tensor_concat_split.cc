@@ -379,7 +379,10 @@ std::string split_refusal(const Program& p, const analysis::UseDef& ud, int i, c
   auto acc = analysis::accumulation_of(*s);
   if (acc && acc->other_self_reads != 0) return "the running value is read more than once";
   if (lhs_vars.count(v)) {
-    if (acc && written_in(ud, s->lhs->tensor, 0, i)) return "accumulates into a tensor set earlier";
+    // The halves compute into fresh buffers: a statement that reads its own earlier value
+    // (accumulation, or argmax-style X = if_then_else(.., X)) would lose it.
+    if (reads_tensor(s->rhs, s->lhs->tensor) && written_in(ud, s->lhs->tensor, 0, i))
+      return "reads its own tensor, which is set earlier";
     return "";
   }
   if (!acc) return fmt::format("{} is not in the result subscripts and the statement is not a reduction", v);
