@@ -37,7 +37,7 @@ Workload pool(int dims, bool is_max) {
     return 2 * hv.at("padding") <= hv.at("kernel");
   }));
   for (const auto& s : sizes)
-    w.constraints.push_back(constraint(fmt::format("window fits: {} + 2*padding >= dilation*(kernel-1)+1", s),
+    w.constraints.push_back(constraint(fmt::format("window fits: {} + 2*padding >= {}", s, is_max ? "dilation*(kernel-1)+1" : "kernel"),
                                        [s](const HyperValues& hv) {
       return window_fits(hv.at(s), hv.at("kernel"), hv.at("padding"), hv.count("dilation") ? hv.at("dilation") : 1);
     }));
