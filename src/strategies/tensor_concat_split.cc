@@ -377,12 +377,16 @@ std::string split_refusal(const Program& p, const analysis::UseDef& ud, int i, c
     if (!lhs_vars.count(x.var)) reductions.insert(x.var);
   if (!plain_injective_lhs(*s->lhs, n.loops, reductions)) return "result subscripts are not plain loop variables";
   auto acc = analysis::accumulation_of(*s);
-  if (acc && acc->other_self_reads != 0) return "the running value is read more than once";
+  // Reads of its own tensor other than an accumulation's running value are recurrences
+  // (scans X_{a} = f(X_{a-1})) or argmax-style updates: the halves would lose them.
+  std::vector<ExprPtr> reads;
+  collect_accesses(s->rhs, reads);
+  int own = 0;
+  for (const auto& r : reads) own += r->tensor == s->lhs->tensor;
+  if (own > (acc ? 1 : 0)) return "reads its own tensor beyond an accumulation's running value (recurrence)";
   if (lhs_vars.count(v)) {
-    // The halves compute into fresh buffers: a statement that reads its own earlier value
-    // (accumulation, or argmax-style X = if_then_else(.., X)) would lose it.
-    if (reads_tensor(s->rhs, s->lhs->tensor) && written_in(ud, s->lhs->tensor, 0, i))
-      return "reads its own tensor, which is set earlier";
+    // The halves accumulate into fresh buffers: a start value set earlier would be lost.
+    if (acc && written_in(ud, s->lhs->tensor, 0, i)) return "accumulates into a tensor set earlier";
     return "";
   }
   if (!acc) return fmt::format("{} is not in the result subscripts and the statement is not a reduction", v);

@@ -72,6 +72,13 @@ TEST(TensorSplit, SpatialSplitIsExactAndReductionSplitCombinesOnce) {
   auto mx = parse_program(
       "input A: f64[4,9]\noutput M: f64[4]\nB^{4}_{tx=0}L^{9}_{a=0}[M^{f64,g}_{tx}=max(M^{f64,g}_{tx},A^{f64,g}_{tx,a});];");
   EXPECT_EQ(check_all(s, mx, 9, 3), 6);  // tx at 2, 1, 3 (spatial) and a at 4, 2, 7 (reduction)
+  // A scan carries a recurrence along its axis: splitting it there would restart the scan.
+  auto scan = parse_program(
+      "input A: f64[2,8]\noutput C: f64[2,8]\n"
+      "B^{2}_{tx=0}L^{8}_{a=0}[C^{f64,g}_{tx,a}=if_then_else(a<1,0,C^{f64,g}_{tx,a-1})+A^{f64,g}_{tx,a};];");
+  EXPECT_TRUE(s.sites(scan).empty());
+  ASSERT_EQ(s.explain(scan).size(), 1u);
+  EXPECT_NE(s.explain(scan)[0].reason.find("recurrence"), std::string::npos);
   for (const char* w : {"MatMul4D_MatMul4D", "TripletMarginLoss", "Conv2d_Subtract_Subtract_Mish"}) {
     SCOPED_TRACE(w);
     EXPECT_GT(check_all(s, corpus_program(corpus, w)->program, 2, 1), 0);
