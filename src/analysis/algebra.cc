@@ -524,7 +524,7 @@ class Printer {
       if (!GiNaC::is_a<GiNaC::add>(base) || !GiNaC::is_a<numeric>(k) || !GiNaC::ex_to<numeric>(k).is_integer())
         continue;
       if (leads_negative(base)) {
-        base = (-base).expand();
+        base = -base;  // an add times -1 distributes one level only (no expansion inside terms)
         if (GiNaC::ex_to<numeric>(k).is_odd()) coeff = -coeff;
       }
     }
@@ -541,7 +541,7 @@ class Printer {
       if (!odd_sums.empty()) {
         std::sort(odd_sums.begin(), odd_sums.end());
         auto& base = factors[odd_sums.front().second].first;
-        base = (-base).expand();
+        base = -base;  // an add times -1 distributes one level only (no expansion inside terms)
         coeff = -coeff;
       }
     }
