@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "tests/strategies/algebraic_test_util.h"
+#include "strategies/algebraic_test_util.h"
 
 namespace steptp::strategies::testing {
 namespace {

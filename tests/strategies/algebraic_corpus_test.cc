@@ -6,7 +6,7 @@
 #include <set>
 
 #include "leir/parser.h"
-#include "tests/strategies/algebraic_test_util.h"
+#include "strategies/algebraic_test_util.h"
 #include "analysis/algebra.h"
 
 namespace steptp::strategies::testing {

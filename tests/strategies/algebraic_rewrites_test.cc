@@ -8,7 +8,7 @@
 #include "analysis/accumulation.h"
 #include "analysis/algebra.h"
 #include "leir/parser.h"
-#include "tests/strategies/algebraic_test_util.h"
+#include "strategies/algebraic_test_util.h"
 
 namespace steptp::strategies::testing {
 namespace {
