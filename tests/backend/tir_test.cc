@@ -71,7 +71,7 @@ TEST(TvmScript, KeyCorrectnessPoints) {
   std::string off = tir::emit_tvmscript(find("offset_reduction"));
   EXPECT_NE(off.find("for c in range(5, 105):"), std::string::npos) << off;      // honest start
   EXPECT_NE(off.find("v_c = T.axis.reduce(100, c - 5)"), std::string::npos);    // init at c == 5
-  EXPECT_NE(off.find("A[v_tx, v_c + 5 + 777]"), std::string::npos);
+  EXPECT_NE(off.find("A[v_tx, (v_c + 5) + 777]"), std::string::npos);
   EXPECT_NE(off.find("with T.init():"), std::string::npos);
   EXPECT_EQ(off.find("float64"), std::string::npos) << "f32 program must not contain float64 literals";
   std::string mx = tir::emit_tvmscript(find("maxpool2d"));

@@ -247,6 +247,8 @@ class Emitter {
     }
     if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::And || e->bop == BinaryOp::Or))
       return "(" + cond(e->args[0]) + (e->bop == BinaryOp::And ? " && " : " || ") + cond(e->args[1]) + ")";
+    if (e->is_access() && !leir::is_floating(storage(e->tensor)) && !plan_.tracked.count(e->tensor))
+      return fmt::format("(t_{}[{}] != 0)", e->tensor, flat(e));  // masks: test the stored integer
     return "(" + value(e) + " != " + lit(0) + ")";
   }
 

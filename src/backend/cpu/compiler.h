@@ -19,7 +19,11 @@ namespace steptp::backend::cpu {
 
 struct CompilerOptions {
   std::string compiler = "c++";
-  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"};
+  // -fno-tree-loop-if-convert: GCC 12.2 miscompiles if-converted loops that select between
+  // floats under a byte-sized mask (found by the interpreter differential test on the f32 build
+  // of MHA_max: `if_then_else(mask, -inf, x)` stored 0); loops without conditions still vectorize.
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fno-tree-loop-if-convert", "-fopenmp", "-shared", "-fPIC",
+                                    "-std=c++17"};
   // Empty: $STEPTP_CACHE_DIR, else ~/.cache/steptp/kernels.
   std::string cache_dir;
 };

@@ -121,6 +121,7 @@ class Emitter {
     int kernels = 0;
     for (size_t item = 0; item < p_.body.size(); ++item) {
       for (const auto& site : plan_.init_before[item]) {
+        if (table_.at(site.stmt->lhs->tensor).scope != leir::Scope::Global) continue;  // in-kernel (emit_kernel)
         std::string name = fmt::format("{}_init{}", entry_, kernels++);
         int64_t total = emit_init_kernel(name, decl, site);
         host += fmt::format("  {}<<<{}, 256>>>({});\n", name, (total + 255) / 256, call);
@@ -383,6 +384,26 @@ class Emitter {
     return total;
   }
 
+  void emit_inline_init(const StmtSite& site) {
+    const leir::Stmt& s = *site.stmt;
+    int opened = 0;
+    for (const auto* l : site.loops) {
+      bool m = false;
+      for (const auto& ix : s.lhs->args) m |= mentions_var(ix, l->var) || reads_tensor(ix);
+      if (!m) continue;
+      line(fmt::format("for (int64_t v_{0} = {1}; v_{0} < {2}; ++v_{0}) {{", l->var, l->start, l->start + l->extent));
+      ++indent_, ++opened;
+    }
+    DType st = storage(s.lhs->tensor);
+    AccumOp op = plan_.accum.at(&s);
+    if (!leir::is_floating(st) && (op == AccumOp::Max || op == AccumOp::Min))
+      fail(s.loc, fmt::format("max/min reduction into integer tensor {}", s.lhs->tensor));
+    std::string ident = leir::is_floating(st) ? fmt_lit(identity_value(op), std::string(cpu::cpu_ctype(st)))
+                                              : (op == AccumOp::Mul ? "1" : "0");
+    line(fmt::format("t_{}[{}] = {};", s.lhs->tensor, flat(s.lhs), ident));
+    for (int i = 0; i < opened; ++i) --indent_, line("}");
+  }
+
   std::array<int64_t, 6> emit_kernel(const std::string& name, const std::string& decl, int item) {
     const leir::Item& it = p_.body[item];
     auto dims = launch_dims(it);
@@ -405,6 +426,17 @@ class Emitter {
     if (shared_bytes > t_.max_shared_bytes)
       fail(it.is_nest() ? it.nest.loc : it.stmt.loc,
            fmt::format("{} bytes of shared memory per block exceed the limit of {}", shared_bytes, t_.max_shared_bytes));
+    // Identity of shared/local accumulation targets: inside the kernel, since that memory only
+    // exists there. Local buffers: every thread initialises its own copy; shared: one thread,
+    // then a barrier.
+    for (const auto& site : plan_.init_before[item]) {
+      const auto& info = table_.at(site.stmt->lhs->tensor);
+      if (info.scope == leir::Scope::Global) continue;
+      bool sh = info.scope == leir::Scope::Shared;
+      if (sh) line("if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {"), ++indent_;
+      emit_inline_init(site);
+      if (sh) --indent_, line("}"), line("__syncthreads();");
+    }
     bound_.clear();
     emit_item(it, true);
     out_ += "}\n";
@@ -467,6 +499,7 @@ class Emitter {
     // A parallel reduction: the target does not depend on some enclosing B loop.
     bool across = false;
     for (const auto& b : bound_) {
+      if (b.second->extent == 1) continue;  // a single iteration cannot conflict
       bool m = false;
       for (const auto& ix : s.lhs->args) m |= mentions_var(ix, b.second->var);
       across |= !m;
