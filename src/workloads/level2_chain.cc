@@ -306,7 +306,9 @@ Value conv(Chain& c, const Value& x, const Hp& out_channels, const std::vector<H
     xi.push_back(window(v[2 + i], s, v[3 + nd + i], dl));
     ext.push_back(kernel[i].v);
   }
-  c.nest(ext, at(y, yi) + "=" + at(y, yi) + "+" + at(w, wi) + "*" + at(src, xi));
+  // The public translator writes weight*input, but input*weight when it padded the input first.
+  std::string prod = p > 0 ? at(src, xi) + "*" + at(w, wi) : at(w, wi) + "*" + at(src, xi);
+  c.nest(ext, at(y, yi) + "=" + at(y, yi) + "+" + prod);
   std::string b = "None";
   if (bias) {
     Value bb = c.param({out_channels.v});
@@ -643,7 +645,12 @@ Value reduce(Chain& c, const Value& x, size_t dim, Reduce kind) {
   require(dim >= 1 && dim < x.rank(), "reduction dim must be >= 1 and < rank");
   std::vector<int64_t> yshape = x.shape;
   yshape[dim] = 1;
+  // torch.max/min(x, dim) return a (values, indices) tuple, which the public translator names
+  // before the values: keep that name unused so the following names match its output.
+  bool tuple = kind == Reduce::Max || kind == Reduce::Min;
+  if (tuple) c.node({1});
   Value y = c.node(yshape);
+  if (tuple) c.temp({1});  // ... and allocates a temporary for the indices, also unused here
   Value acc = c.temp(yshape);
   auto v = all_vars(x);
   auto ai = v;
@@ -661,9 +668,9 @@ Value reduce(Chain& c, const Value& x, size_t dim, Reduce kind) {
   if (kind == Reduce::Mean) rhs += fmt::format("/{}", x.shape[dim]);
   if (kind == Reduce::LogSumExp) rhs = "log(" + rhs + ")";
   c.nest(yshape, at(y, yv) + "=" + rhs);
-  static const char* kPy[] = {"torch.sum", "torch.mean", "torch.amax", "torch.amin", "torch.logsumexp"};
-  c.py(fmt::format("{} = {}({}, dim={}, keepdim=True)", y.alias, kPy[static_cast<int>(kind)], x.alias,
-                   dim));
+  static const char* kPy[] = {"torch.sum", "torch.mean", "torch.max", "torch.min", "torch.logsumexp"};
+  c.py(fmt::format("{} = {}({}, dim={}, keepdim=True){}", y.alias, kPy[static_cast<int>(kind)], x.alias,
+                   dim, tuple ? ".values" : ""));
   return y;
 }
 

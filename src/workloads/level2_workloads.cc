@@ -39,7 +39,6 @@ HyperParam width() { return par("width", 1, 4096, {6, 9}, {12, 24}, {32, 64}); }
 HyperParam depth() { return par("depth", 1, 512, {4, 5}, {6, 10}, {8, 16}); }
 HyperParam length() { return par("length", 1, 65536, {6, 12}, {32, 64}, {128, 512}); }
 HyperParam kernel() { return par("kernel", 1, 11, {2, 3}, {3, 3}, {3, 5}); }
-HyperParam kernel_odd() { return par("kernel", 1, 11, {3, 3}, {3, 5}, {3, 5}); }
 HyperParam padding() { return par("padding", 0, 5, {1, 2}, {1, 2}, {1, 2}); }
 HyperParam stride() { return par("stride", 1, 4, {1, 2}, {2, 2}, {2, 2}); }
 HyperParam pool_kernel() { return par("pool_kernel", 1, 8, {2, 2}, {2, 3}, {2, 2}); }
@@ -90,12 +89,13 @@ Value signal(Chain& c, HV h) { return c.input({g(h, "batch"), g(h, "in_channels"
 Value linear(Chain& c, const Value& x, HV h, bool bias = true) {
   return gemm(c, x, hp(h, "out_features"), bias);
 }
+// The public translator's level-2 Conv2d/Conv3d records carry no bias (bias=False modules).
 Value conv2(Chain& c, const Value& x, HV h) {
-  return conv(c, x, hp(h, "out_channels"), {hp(h, "kernel"), hp(h, "kernel")}, 1, 0, 1, true);
+  return conv(c, x, hp(h, "out_channels"), {hp(h, "kernel"), hp(h, "kernel")}, 1, 0, 1, false);
 }
 Value conv3(Chain& c, const Value& x, HV h) {
   return conv(c, x, hp(h, "out_channels"), {hp(h, "kernel"), hp(h, "kernel"), hp(h, "kernel")}, 1, 0, 1,
-              true);
+              false);
 }
 Value pool(Chain& c, const Value& x, HV h) { return max_pool(c, x, hp(h, "pool_kernel"), hp(h, "pool_kernel")); }
 
@@ -150,7 +150,9 @@ std::vector<Def> definitions() {
     Value x = scalar_constant(c, linear(c, features(c, h), h), ScalarOp::Mul, 2.0);
     x = binary(c, x, x, ScalarOp::Add);
     x = clamp(c, x, -10.0, 10.0);
-    return mish(c, reduce(c, x, 1, Reduce::LogSumExp));
+    Value l = reduce(c, x, 1, Reduce::LogSumExp);
+    Value m = mish(c, l);
+    return binary(c, l, m, ScalarOp::Mul);  // x * mish(x), as in KernelBench
   }});
   d.push_back({"Matmul_Mean_Softmax", "gemm", gemm_params(), {}, [](Chain& c, HV h) {
     return softmax(c, reduce(c, linear(c, features(c, h), h), 1, Reduce::Mean), 1);
@@ -250,7 +252,9 @@ std::vector<Def> definitions() {
     Value a = c.input(s);
     Value w = c.input({g(h, "inner"), g(h, "cols")});
     Value b = c.input(s);
-    return binary(c, matmul(c, a, w), matmul(c, b, w), ScalarOp::Add);
+    Value x = matmul(c, a, w);
+    Value y = matmul(c, b, w);  // sequenced: argument evaluation order is unspecified
+    return binary(c, x, y, ScalarOp::Add);
   }});
   d.push_back({"exp_exp", "pair", bmm_params, {}, [](Chain& c, HV h) {
     Value a = c.input({g(h, "batch"), g(h, "rows"), g(h, "inner")});
@@ -363,11 +367,18 @@ std::vector<Def> definitions() {
                    hp(h, "padding"), 1, true);
     return hardswish(c, group_norm(c, x, hp(h, "groups")));
   }});
+  // One Conv2d module (asymmetric kernel, zero padding, no bias) applied to two inputs, summed.
   d.push_back({"conv2d_conv2d_padding", "pair",
-               {batch(), in_channels(), out_channels(), height(), width(), kernel_odd(), padding()},
-               {conv_fits({"height", "width"}, nullptr, true)}, [](Chain& c, HV h) {
+               {batch(), in_channels(), out_channels(), height(), width(),
+                par("kernel_h", 1, 11, {1, 3}, {3, 5}, {3, 5}), par("kernel_w", 1, 11, {1, 3}, {3, 5}, {3, 5}),
+                padding()},
+               {{"height + 2*padding >= kernel_h, width + 2*padding >= kernel_w", [](HV h) {
+                  return g(h, "height") + 2 * g(h, "padding") >= g(h, "kernel_h") &&
+                         g(h, "width") + 2 * g(h, "padding") >= g(h, "kernel_w");
+                }}},
+               [](Chain& c, HV h) {
     Value a = image(c, h), b = image(c, h);
-    std::vector<Hp> k{hp(h, "kernel"), hp(h, "kernel")};
+    std::vector<Hp> k{hp(h, "kernel_h"), hp(h, "kernel_w")};
     Value w = conv_weight(c, g(h, "out_channels"), g(h, "in_channels"), k);
     Value x = conv(c, a, hp(h, "out_channels"), k, 1, hp(h, "padding"), 1, false, &w);
     Value y = conv(c, b, hp(h, "out_channels"), k, 1, hp(h, "padding"), 1, false, &w);
