@@ -1,0 +1,79 @@
+// `steptp generate`: programs → seeded search trajectories → records with grounded CoT →
+// filtering → train/eval split by workload family → export (issue 6).
+//
+// Work is split per root program; each finished root's raw records are checkpointed in
+// OUT/checkpoint.sqlite, so a killed run resumes. Parallelism (--jobs) uses forked worker
+// processes (strategies use GiNaC, which is not thread-safe); the export reads every root's
+// records back in root order, so the output bytes do not depend on --jobs or on interruptions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "leir/ast.h"
+#include "search/search.h"
+#include "workloads/workload.h"
+
+namespace steptp::dataset {
+
+struct GenerateOptions {
+  std::string out_dir = "steptp-dataset";
+  uint64_t seed = 0;
+  workloads::SizeClass size = workloads::SizeClass::Tiny;
+  int programs = 24;     // built-in workloads (spread over the suite, seeded); -1 = all
+  int composites = 4;    // random composites
+  std::string input;     // optional JSONL/JSON/LEIR file of user programs
+  search::Mode mode = search::Mode::Beam;
+  int beam = 2;
+  int depth = 3;
+  int sites_per_strategy = 2;
+  int params_per_site = 2;
+  int verify_trials = 3;
+  int jobs = 1;
+  // Filtering (documented defaults).
+  int per_strategy_cap = 120;        // max single-answer records per strategy
+  int non_improving_per_state = 6;   // max non-improving single steps kept per search state
+  double trivial_keep = 0.5;         // keep probability of trivially applicable strategies
+  int multi_answer_max = 3;          // answers per multi-answer record (>= 2 distinct strategies)
+  double eval_fraction = 0.2;        // share of workload families held out for eval
+  // Testing: stop (exit without export) after this many roots were finished in this run.
+  int stop_after = -1;
+  bool progress = false;             // progress line on stderr (TTY only; caller decides)
+};
+
+struct Root {
+  std::string key;     // "w/<workload>", "c/<i>", "u/<i>"
+  std::string family;  // workload family, "composite", "user"
+  leir::Program program;
+};
+
+std::vector<Root> collect_roots(const GenerateOptions& o);
+
+struct GenerateSummary {
+  bool complete = false;  // false when stopped by stop_after
+  int roots = 0, roots_done = 0;
+  int train = 0, eval = 0, steps = 0, single = 0, multi = 0;
+  int strategies_covered = 0;
+  double wall_s = 0, search_s = 0, verify_s = 0, cost_s = 0, export_s = 0;
+  nlohmann::json stats;  // stats.json contents
+};
+
+// Throws std::invalid_argument (bad option) or std::runtime_error (I/O) with a clear message;
+// on error no output file of the dataset has been written.
+GenerateSummary generate(const GenerateOptions& o);
+
+// --- pieces exposed for tests ---
+// Raw records of one root (before filtering), deterministic.
+nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr);
+// The grounded CoT of a record (sections a-e); every number comes from a field of the record.
+std::string make_cot(const nlohmann::json& rec);
+// Chat record {"messages":[system,user,assistant]}.
+nlohmann::json make_chat(const nlohmann::json& rec);
+// All numbers (as written) in a text: maximal [0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)? runs not preceded by a letter.
+std::vector<std::string> numbers_in(const std::string& text);
+
+}  // namespace steptp::dataset

@@ -1,0 +1,497 @@
+// Roots, checkpointing (SQLite), forked workers, filtering, split and export.
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "dataset/dataset.h"
+#include "interp/inputs.h"
+#include "leir/program_io.h"
+#include "strategies/sampler.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "workloads/composite.h"
+
+namespace fs = std::filesystem;
+
+namespace steptp::dataset {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+constexpr const char* kVersion = "steptp-generate 0.1.0";
+
+uint64_t fnv(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+json options_json(const GenerateOptions& o) {
+  return {{"seed", o.seed},
+          {"size", std::string(workloads::to_string(o.size))},
+          {"programs", o.programs},
+          {"composites", o.composites},
+          {"input", o.input},
+          {"search", o.mode == search::Mode::Greedy ? "greedy" : "beam"},
+          {"beam", o.beam},
+          {"depth", o.depth},
+          {"sites_per_strategy", o.sites_per_strategy},
+          {"params_per_site", o.params_per_site},
+          {"verify_trials", o.verify_trials},
+          {"per_strategy_cap", o.per_strategy_cap},
+          {"non_improving_per_state", o.non_improving_per_state},
+          {"trivial_keep", o.trivial_keep},
+          {"multi_answer_max", o.multi_answer_max},
+          {"eval_fraction", o.eval_fraction}};
+}
+
+// Options that change the raw per-root records (the checkpoint is only valid for these).
+std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<Root>& roots) {
+  json j = options_json(o);
+  std::string s = j.dump() + kVersion;
+  for (const auto& r : roots) s += r.key + search::hex64(search::program_hash(r.program));
+  return search::hex64(fnv(s));
+}
+
+void validate(const GenerateOptions& o) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (o.out_dir.empty()) bad("--out must not be empty");
+  if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
+  if (o.composites < 0) bad("--composites must be >= 0");
+  if (o.beam < 1 || o.beam > 64) bad("--beam must be in [1, 64]");
+  if (o.depth < 1 || o.depth > 16) bad("--depth must be in [1, 16]");
+  if (o.jobs < 1 || o.jobs > 256) bad("--jobs must be in [1, 256]");
+  if (o.sites_per_strategy < 1 || o.params_per_site < 1) bad("sites/params per strategy must be >= 1");
+  if (o.verify_trials < 1 || o.verify_trials > 16) bad("verify trials must be in [1, 16]");
+  if (o.per_strategy_cap < 1) bad("--per-strategy-cap must be >= 1");
+  if (o.trivial_keep < 0 || o.trivial_keep > 1) bad("--trivial-keep must be in [0, 1]");
+  if (o.eval_fraction < 0 || o.eval_fraction >= 1) bad("--eval-fraction must be in [0, 1)");
+  if (o.multi_answer_max < 2) bad("--multi-answer-max must be >= 2");
+  if (!o.input.empty() && !fs::exists(o.input)) bad("cannot read --input " + o.input);
+}
+
+// ---- SQLite checkpoint ----
+struct Db {
+  sqlite3* db = nullptr;
+  explicit Db(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+      std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+      sqlite3_close(db);
+      throw std::runtime_error("cannot open checkpoint " + path + ": " + m);
+    }
+    sqlite3_busy_timeout(db, 600000);
+    exec("PRAGMA journal_mode=WAL");
+    exec("CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT)");
+    exec("CREATE TABLE IF NOT EXISTS roots(idx INTEGER PRIMARY KEY, key TEXT, payload TEXT)");
+  }
+  ~Db() { sqlite3_close(db); }
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string m = err ? err : "?";
+      sqlite3_free(err);
+      throw std::runtime_error("checkpoint: " + m);
+    }
+  }
+  std::string get_meta(const std::string& k) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k=?", -1, &st, nullptr);
+    sqlite3_bind_text(st, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+    std::string v;
+    if (sqlite3_step(st) == SQLITE_ROW) v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+  }
+  void put(const char* sql, int idx, const std::string& a, const std::string& b) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+    int c = 1;
+    if (idx >= 0) sqlite3_bind_int(st, c++, idx);
+    sqlite3_bind_text(st, c++, a.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, c++, b.c_str(), -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) throw std::runtime_error(std::string("checkpoint write: ") + sqlite3_errmsg(db));
+  }
+  std::map<int, std::string> done() {
+    std::map<int, std::string> m;
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT idx, payload FROM roots", -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      m[sqlite3_column_int(st, 0)] = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    return m;
+  }
+};
+
+void write_atomic(const fs::path& path, const std::string& data) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+    f << data;
+    f.flush();
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+const std::set<std::string>& trivial_strategies() {
+  static const std::set<std::string> s = {"loop_unrolling", "loop_parallelization", "loop_vectorization",
+                                          "loop_binding", "expression_reorder", "set_storage_scope",
+                                          "dead_code_elimination", "loop_split"};
+  return s;
+}
+const std::map<std::string, std::string>& inverses() {
+  static const std::map<std::string, std::string> m = [] {
+    std::vector<std::pair<std::string, std::string>> pairs = {
+        {"operator_fusion", "operator_fission"},
+        {"tensor_concat_to_fuse_operators", "tensor_split_to_decouple_operators"},
+        {"factorization", "expand_factorization"},
+        {"cancellation", "expand_cancellation"},
+        {"apart", "together"},
+        {"powsimp", "expand_powsimp"},
+        {"expand_log", "logsimp"},
+        {"collect", "expand_collect"},
+        {"loop_split", "loop_fusion"}};
+    std::map<std::string, std::string> r;
+    for (auto& [a, b] : pairs) {
+      r[a] = b;
+      r[b] = a;
+    }
+    return r;
+  }();
+  return m;
+}
+
+json quantiles(std::vector<double> v) {
+  if (v.empty()) return json::object();
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) { return v[size_t(std::floor(p * double(v.size() - 1)))]; };
+  return {{"min", v.front()}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", v.back()},
+          {"count", v.size()}};
+}
+
+}  // namespace
+
+std::vector<Root> collect_roots(const GenerateOptions& o) {
+  std::vector<Root> roots;
+  const auto& ws = workloads::all_workloads();
+  size_t n = o.programs < 0 ? ws.size() : std::min(ws.size(), size_t(o.programs));
+  // Spread over the suite: a seeded choice of workloads, kept in suite order.
+  auto idx = strategies::choose_indices(ws.size(), n, strategies::mix_seed(o.seed, 0x5417e));
+  std::sort(idx.begin(), idx.end());
+  for (size_t i : idx) {
+    const auto& w = ws[i];
+    Root r{"w/" + w.name, w.family, workloads::emit(w, strategies::mix_seed(o.seed, i), o.size)};
+    roots.push_back(std::move(r));
+  }
+  if (o.composites > 0) {
+    auto cs = workloads::sample_composites(o.composites, strategies::mix_seed(o.seed, 0xc0),  o.size);
+    for (size_t i = 0; i < cs.size(); ++i) roots.push_back({fmt::format("c/{}", i), "composite", cs[i]});
+  }
+  if (!o.input.empty()) {
+    auto ps = leir::read_programs(o.input);
+    for (size_t i = 0; i < ps.size(); ++i) roots.push_back({fmt::format("u/{}", i), "user", ps[i]});
+  }
+  return roots;
+}
+
+GenerateSummary generate(const GenerateOptions& o) {
+  auto t0 = Clock::now();
+  validate(o);
+  GenerateSummary sum;
+  std::vector<Root> roots = collect_roots(o);
+  if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
+  sum.roots = int(roots.size());
+
+  // The output folder must be writable before any work starts.
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec || !fs::is_directory(o.out_dir)) throw std::runtime_error("cannot create --out " + o.out_dir);
+  {
+    fs::path probe = fs::path(o.out_dir) / ".write-probe";
+    std::ofstream f(probe);
+    if (!f) throw std::runtime_error("--out " + o.out_dir + " is not writable");
+    f.close();
+    fs::remove(probe, ec);
+  }
+  std::string db_path = (fs::path(o.out_dir) / "checkpoint.sqlite").string();
+  std::string fp = checkpoint_fingerprint(o, roots);
+  std::map<int, std::string> done;
+  {
+    Db db(db_path);
+    if (db.get_meta("fingerprint") != fp) {
+      db.exec("DELETE FROM roots");
+      db.put("INSERT OR REPLACE INTO meta(k, v) VALUES(?, ?)", -1, "fingerprint", fp);
+    }
+    done = db.done();
+  }
+  std::vector<int> todo;
+  for (int i = 0; i < int(roots.size()); ++i)
+    if (!done.count(i)) todo.push_back(i);
+
+  // Workers: forked processes, worker k takes todo[k], todo[k+J], ...
+  auto run_worker = [&](int k, int J, int limit) -> int {
+    Db db(db_path);
+    int n = 0;
+    for (size_t j = size_t(k); j < todo.size(); j += size_t(J)) {
+      if (limit >= 0 && n >= limit) return 3;
+      const Root& r = roots[size_t(todo[j])];
+      search::SearchStats st;
+      json payload;
+      try {
+        payload = {{"records", root_records(r, o, &st)}, {"error", ""}};
+      } catch (const std::exception& e) {
+        payload = {{"records", json::array()}, {"error", e.what()}};
+      }
+      payload["stats"] = {{"states", st.states}, {"candidates", st.candidates}, {"verified", st.verified},
+                          {"failed", st.failed}, {"duplicates", st.duplicates}};
+      payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s}};
+      db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", todo[j], r.key, payload.dump());
+      ++n;
+      if (o.progress) std::cerr << fmt::format("\r[generate] worker {} finished {} ({} roots)   ", k, r.key, n) << std::flush;
+    }
+    return 0;
+  };
+  int J = std::max(1, std::min(o.jobs, int(todo.size())));
+  bool stopped = false;
+  if (!todo.empty()) {
+    if (J == 1) {
+      stopped = run_worker(0, 1, o.stop_after) == 3;
+    } else {
+      std::cout.flush();
+      std::cerr.flush();
+      std::vector<pid_t> pids;
+      for (int k = 0; k < J; ++k) {
+        pid_t pid = fork();
+        if (pid < 0) throw std::runtime_error("fork failed");
+        if (pid == 0) {
+          int rc = 1;
+          try {
+            rc = run_worker(k, J, o.stop_after);
+          } catch (...) {
+            rc = 1;
+          }
+          _exit(rc);
+        }
+        pids.push_back(pid);
+      }
+      for (pid_t p : pids) {
+        int status = 0;
+        waitpid(p, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 3) stopped = true;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          // A crashed worker: its remaining roots are finished serially in this process (a root
+          // that crashes again aborts the run with a clear error).
+        }
+      }
+    }
+  }
+  if (o.progress) std::cerr << "\n";
+  {
+    Db db(db_path);
+    done = db.done();
+  }
+  sum.roots_done = int(done.size());
+  if (stopped || int(done.size()) < int(roots.size())) {
+    if (!stopped) {
+      // Finish whatever a crashed worker left, serially.
+      todo.clear();
+      for (int i = 0; i < int(roots.size()); ++i)
+        if (!done.count(i)) todo.push_back(i);
+      run_worker(0, 1, -1);
+      Db db(db_path);
+      done = db.done();
+      sum.roots_done = int(done.size());
+    } else {
+      sum.complete = false;
+      sum.wall_s = secs(t0);
+      return sum;
+    }
+  }
+  sum.complete = true;
+
+  // ---- gather, filter, split ----
+  auto te = Clock::now();
+  std::vector<std::string> families;
+  for (const auto& r : roots) families.push_back(r.family);
+  std::sort(families.begin(), families.end());
+  families.erase(std::unique(families.begin(), families.end()), families.end());
+  std::set<std::string> eval_fams;
+  if (families.size() >= 2 && o.eval_fraction > 0) {
+    size_t ne = std::max<size_t>(1, size_t(std::floor(o.eval_fraction * double(families.size()))));
+    ne = std::min(ne, families.size() - 1);
+    for (size_t i : strategies::choose_indices(families.size(), ne, strategies::mix_seed(o.seed, 0xe7a1)))
+      eval_fams.insert(families[i]);
+  }
+
+  std::vector<json> recs;
+  json root_stats = json::array();
+  for (const auto& [i, payload] : done) {
+    json p = json::parse(payload);
+    sum.search_s += p["timing"]["search_s"].get<double>();
+    sum.verify_s += p["timing"]["verify_s"].get<double>();
+    sum.cost_s += p["timing"]["cost_s"].get<double>();
+    root_stats.push_back({{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
+                          {"search", p["stats"]}, {"error", p["error"]}});
+    for (auto& r : p["records"]) recs.push_back(std::move(r));
+  }
+  std::map<std::string, int> drops;
+  std::set<std::string> seen_hash;
+  std::vector<char> keep(recs.size(), 1);
+  for (size_t i = 0; i < recs.size(); ++i) {
+    auto& r = recs[i];
+    // Drop anything that failed a check.
+    bool ok = true;
+    for (const auto& a : r["answers"])
+      if (!a["verification"]["equivalent"].get<bool>() || a["verification"]["class"] == "failed") ok = false;
+    if (!ok) { keep[i] = 0; drops["failed"]++; continue; }
+    if (r["kind"] == "single") {
+      const auto& a = r["answers"][0];
+      std::string h = a["result_hash"];
+      if (seen_hash.count(h)) { keep[i] = 0; drops["duplicate"]++; continue; }
+      seen_hash.insert(h);
+      std::string s = a["strategy"];
+      if (!r["steps_so_far"].empty()) {
+        std::string last = r["steps_so_far"].back()["strategy"];
+        auto inv = inverses().find(s);
+        if (inv != inverses().end() && inv->second == last) { keep[i] = 0; drops["inverse_of_previous"]++; continue; }
+      }
+      if (trivial_strategies().count(s) && a["label"] != "improving") {
+        interp::Rng rng(strategies::mix_seed(o.seed, fnv(h)));
+        if (rng.uniform() >= o.trivial_keep) { keep[i] = 0; drops["trivial_downweighted"]++; continue; }
+      }
+    }
+  }
+  // Per-strategy caps, applied in a seeded order so every root gets its chance.
+  {
+    auto order = strategies::choose_indices(recs.size(), recs.size(), strategies::mix_seed(o.seed, 0xca9));
+    std::map<std::string, int> count;
+    for (size_t i : order) {
+      if (!keep[i] || recs[i]["kind"] != "single") continue;
+      std::string s = recs[i]["answers"][0]["strategy"];
+      if (++count[s] > o.per_strategy_cap) { keep[i] = 0; drops["per_strategy_cap"]++; }
+    }
+  }
+
+  // ---- export ----
+  tokenizer::BpeTokenizer tok = tokenizer::BpeTokenizer::load(tokenizer::default_qwen3_path());
+  std::string train, eval, steps;
+  std::map<std::string, std::map<std::string, int>> per_strategy;
+  std::map<std::string, int> classes, exactness, labels;
+  std::vector<double> sp_parent, sp_root;
+  std::vector<double> tok_train, tok_eval;
+  int64_t tok_cot = 0;
+  std::set<std::string> covered;
+  int n = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (!keep[i]) continue;
+    json& r = recs[i];
+    std::string split = eval_fams.count(r["root"]["family"].get<std::string>()) ? "eval" : "train";
+    r["split"] = split;
+    r["id"] = fmt::format("{:06d}", n++);
+    json chat = make_chat(r);
+    r["cot"] = make_cot(r);
+    std::string chat_line = chat.dump() + "\n";
+    size_t ntok = 0;
+    for (const auto& m : chat["messages"]) ntok += tok.count(m["content"].get<std::string>());
+    tok_cot += int64_t(tok.count(r["cot"].get<std::string>()));
+    r["tokens"] = ntok;
+    if (split == "eval") { eval += chat_line; tok_eval.push_back(double(ntok)); sum.eval++; }
+    else { train += chat_line; tok_train.push_back(double(ntok)); sum.train++; }
+    steps += r.dump() + "\n";
+    sum.steps++;
+    (r["kind"] == "multi" ? sum.multi : sum.single)++;
+    for (const auto& a : r["answers"]) {
+      std::string s = a["strategy"];
+      per_strategy[s][split]++;
+      covered.insert(s);
+      classes[a["verification"]["class"].get<std::string>()]++;
+      exactness[a["exactness"].get<std::string>()]++;
+      labels[a["label"].get<std::string>()]++;
+      if (r["kind"] == "single") {
+        sp_parent.push_back(a["cost"]["speedup_vs_parent"].get<double>());
+        sp_root.push_back(a["cost"]["speedup_vs_root"].get<double>());
+      }
+    }
+  }
+  sum.strategies_covered = int(covered.size());
+  json ps = json::object();
+  for (auto& [s, m] : per_strategy) ps[s] = m;
+  json uncovered = json::array();
+  for (auto nm : strategies::strategy_names())
+    if (!covered.count(std::string(nm))) uncovered.push_back(std::string(nm));
+  json stats = {{"records", sum.steps},
+                {"train", sum.train},
+                {"eval", sum.eval},
+                {"single", sum.single},
+                {"multi", sum.multi},
+                {"strategies_covered", sum.strategies_covered},
+                {"strategies_total", strategies::kStrategyCount},
+                {"strategies_uncovered", uncovered},
+                {"per_strategy", ps},
+                {"verification_classes", classes},
+                {"exactness", exactness},
+                {"labels", labels},
+                {"speedup_measured", false},
+                {"speedup_vs_parent", quantiles(sp_parent)},
+                {"speedup_vs_root", quantiles(sp_root)},
+                {"filter_drops", drops},
+                {"tokens", {{"tokenizer", "qwen3"},
+                            {"train", quantiles(tok_train)},
+                            {"eval", quantiles(tok_eval)},
+                            {"cot_total", tok_cot}}},
+                {"roots", root_stats}};
+  std::string stats_text = stats.dump(1) + "\n";
+  json eval_f = json::array(), train_f = json::array();
+  for (const auto& f : families) (eval_fams.count(f) ? eval_f : train_f).push_back(f);
+  json inputs = json::array();
+  for (const auto& r : roots)
+    inputs.push_back({{"key", r.key}, {"family", r.family}, {"name", r.program.name},
+                      {"hash", search::hex64(search::program_hash(r.program))}});
+  json manifest = {{"tool", kVersion},
+                   {"strategies_registered", strategies::all_strategies().size()},
+                   {"workloads_registered", workloads::all_workloads().size()},
+                   {"cost", {{"measured", false}, {"model", "analytic: flops + bytes/4 + local/4, / parallel (<=16) / vector (<=4)"}}},
+                   {"options", options_json(o)},
+                   {"seed", o.seed},
+                   {"inputs", inputs},
+                   {"split", {{"by", "workload family"}, {"train_families", train_f}, {"eval_families", eval_f}}},
+                   {"counts", {{"roots", sum.roots}, {"records", sum.steps}, {"train", sum.train}, {"eval", sum.eval},
+                               {"single", sum.single}, {"multi", sum.multi}}},
+                   {"files", {{"train.jsonl", search::hex64(fnv(train))},
+                              {"eval.jsonl", search::hex64(fnv(eval))},
+                              {"steps.jsonl", search::hex64(fnv(steps))},
+                              {"stats.json", search::hex64(fnv(stats_text))}}}};
+  fs::path out(o.out_dir);
+  write_atomic(out / "train.jsonl", train);
+  write_atomic(out / "eval.jsonl", eval);
+  write_atomic(out / "steps.jsonl", steps);
+  write_atomic(out / "stats.json", stats_text);
+  write_atomic(out / "manifest.json", manifest.dump(1) + "\n");
+  sum.stats = stats;
+  sum.export_s = secs(te);
+  sum.wall_s = secs(t0);
+  return sum;
+}
+
+}  // namespace steptp::dataset

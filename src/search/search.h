@@ -1,0 +1,109 @@
+// Seeded greedy / beam search over strategy applications (issue 6, step 2 of the pipeline).
+//
+// From a root program, each state is expanded by every registered strategy: up to
+// `sites_per_strategy` sites and `params_per_site` parameter choices per site are drawn with the
+// strategies sampler (choose_indices, seeded by (seed, state, strategy)), applied, verified against
+// the ROOT with verify::verify, and the survivors are scored by a cost function. Greedy keeps the
+// best improving candidate; beam keeps the B best distinct candidates over the whole frontier.
+// Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
+// can keep informative non-improving steps.
+//
+// Cost: `CostFn` is the measurement hook. The default is model_cost(), a deterministic analytic
+// model (flops, global/local bytes, parallel and vector loops) — results carry measured=false. A
+// backend measurement (interleaved A-vs-B timing) plugs in by passing another CostFn with
+// measured=true. Determinism: nothing depends on time or thread scheduling.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "leir/ast.h"
+#include "strategies/strategy.h"
+#include "verify/verifier.h"
+
+namespace steptp::search {
+
+// Static facts of a program used by the cost model and by the CoT.
+struct NestFacts {
+  std::string header;            // "P^{8}_{a=0} L^{16}_{b=0}"
+  std::vector<int64_t> extents;  // loop extents, outermost first
+  int64_t iterations = 0;        // product of all loop extents enclosing statements (summed)
+  int64_t flops = 0;             // arithmetic operations executed
+  int64_t bytes = 0;             // bytes of global-scope accesses executed
+  int64_t parallel_loops = 0;    // P / B loops in the nest
+  int64_t vector_loops = 0;      // V loops
+  int64_t carried_loops = 0;     // loops that carry a dependence (analysis::check_loop)
+  int64_t reduction_loops = 0;   // loops whose only dependence is an accumulation
+};
+struct ProgramFacts {
+  std::vector<NestFacts> nests;  // top-level nests in order
+  int64_t flops = 0, bytes = 0, statements = 0;
+};
+ProgramFacts program_facts(const leir::Program& p);
+
+struct Cost {
+  double value = 0;    // lower is better (model units or microseconds)
+  bool measured = false;
+};
+using CostFn = std::function<Cost(const leir::Program&)>;
+// cost = (flops + bytes/4 + 0.25*local accesses) / parallel speedup / vector speedup, per nest.
+Cost model_cost(const leir::Program& p);
+
+enum class Mode { Greedy, Beam };
+
+struct SearchOptions {
+  uint64_t seed = 0;
+  Mode mode = Mode::Greedy;
+  int beam = 3;
+  int depth = 3;
+  int sites_per_strategy = 2;
+  int params_per_site = 2;
+  int verify_trials = 3;
+  double improve_threshold = 1.0005;  // speedup vs parent above which a step counts as improving
+  CostFn cost;                        // empty: model_cost
+};
+
+struct Step {
+  std::string strategy;
+  strategies::Params params;
+};
+
+struct Transition {
+  int depth = 0;                 // 1 for a step from the root
+  int state = 0;                 // index of the parent state in the search (0 = root)
+  std::vector<Step> steps_so_far;
+  std::string strategy;
+  int site_index = 0;
+  strategies::Site site;
+  strategies::Params params;
+  strategies::Exactness exactness = strategies::Exactness::Exact;
+  leir::Program parent, result;
+  verify::VerifyReport report;
+  Cost cost_root, cost_parent, cost_result;
+  bool improving = false;
+  bool chosen = false;           // on a kept trajectory (expanded further)
+  uint64_t result_hash = 0;
+};
+
+struct SearchStats {
+  int states = 0, candidates = 0, verified = 0, failed = 0, duplicates = 0;
+  double search_s = 0, verify_s = 0, cost_s = 0;  // wall time (reporting only, never in output)
+};
+
+struct SearchResult {
+  std::vector<Transition> transitions;  // in deterministic expansion order
+  SearchStats stats;
+};
+
+SearchResult run_search(const leir::Program& root, const SearchOptions& opts);
+
+// Canonical hash of a program (FNV-1a 64 of its canonical text: signature lines + body).
+uint64_t program_hash(const leir::Program& p);
+std::string hex64(uint64_t h);
+
+// Speedup a/b rounded to 4 significant decimals (as stored in records).
+double round_ratio(double num, double den);
+
+}  // namespace steptp::search
