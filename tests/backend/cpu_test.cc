@@ -85,29 +85,6 @@ TEST(CpuBackend, ExamplesAndCorpusMatchInterpreterF64) {
   EXPECT_EQ(checked, 2 * 50);
 }
 
-// Native f32 builds of the f32 variants: f32 storage and arithmetic.
-TEST(CpuBackend, NativeF32BuildsMatchInterpreter) {
-  TempDir dir("cpu-f32");
-  KernelCompiler cc({.cache_dir = dir.path});
-  std::vector<leir::Program> programs;
-  for (auto& c : testing::example_cases()) programs.push_back(c.program);
-  for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
-  for (auto& p : programs) {
-    auto t = leir::program_to_text(p);
-    for (size_t pos; (pos = t.find("f64")) != std::string::npos;) t.replace(pos, 3, "f32");
-    p = leir::program_from_text(t, p.name + ".leir");
-  }
-  auto built = build_cpu_programs(programs, {}, &cc);
-  for (size_t i = 0; i < programs.size(); ++i) {
-    ASSERT_TRUE(built[i].program) << programs[i].name << ": " << built[i].error;
-    EXPECT_NE(built[i].program->source().code.find("float"), std::string::npos);
-    auto inputs = interp::generate_inputs(programs[i], 99 + i);
-    auto want = interp::run_program(programs[i], inputs);
-    auto got = built[i].program->run(inputs);
-    EXPECT_EQ(compare_values(got, want, kAtolF32, kRtolF32), "") << programs[i].name;
-  }
-}
-
 TEST(CpuBackend, CacheAndBatching) {
   TempDir dir("cpu-cache");
   auto a = parse("input A: f64[8]\noutput C: f64[8]\nB^{8}_{tx=0}[C^{f64,g}_{tx}=A^{f64,g}_{tx}*3;];");

@@ -1,5 +1,5 @@
-// CUDA C backend: every example and corpus program either lowers (and the lowered code of all of
-// them compiles in one nvcc invocation) or is rejected with a reason; the test counts both.
+// CUDA C backend: every example and corpus program either lowers or is rejected with a reason
+// (the test counts both); legality rejections name the limit. nvcc: cuda_nvcc_heavy_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,13 +14,7 @@
 namespace steptp::backend {
 namespace {
 
-std::string nvcc_path() {
-  for (const char* p : {"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"})
-    if (std::filesystem::exists(p)) return p;
-  return "";
-}
-
-TEST(CudaBackend, SuiteLowersAndCompilesOrIsRejectedWithReason) {
+TEST(CudaBackend, SuiteLowersOrIsRejectedWithReason) {
   std::vector<leir::Program> programs;
   for (auto& c : testing::example_cases()) programs.push_back(c.program);
   for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
@@ -44,16 +38,6 @@ TEST(CudaBackend, SuiteLowersAndCompilesOrIsRejectedWithReason) {
   std::cout << "[cuda] " << lowered << " lowered, " << rejected << " rejected of " << programs.size() << "\n";
   EXPECT_EQ(lowered + rejected, static_cast<int>(programs.size()));
   EXPECT_GT(lowered, 0);
-  std::string nvcc = nvcc_path();
-  if (nvcc.empty()) GTEST_SKIP() << "nvcc not found: lowering checked, compilation skipped";
-  testing::TempDir dir("cuda");
-  std::ofstream(dir.path + "/suite.cu") << tu;
-  std::string cmd = fmt::format("{} -std=c++17 -arch=sm_90 -c -o {}/suite.o {}/suite.cu > {}/nvcc.log 2>&1", nvcc, dir.path,
-                                dir.path, dir.path);
-  int rc = std::system(cmd.c_str());
-  std::ifstream log(dir.path + "/nvcc.log");
-  std::string text((std::istreambuf_iterator<char>(log)), {});
-  EXPECT_EQ(rc, 0) << text.substr(0, 6000);
 }
 
 TEST(CudaBackend, LegalityRejectionsNameTheLimit) {

@@ -480,7 +480,8 @@ struct Emitter {
                             shape_tuple(d.shape), tvm_dtype(d.dtype));
     out += "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n";
     out += fmt::format("# LEIR program: {}\n", p.name);
-    out += "@I.ir_module\nclass Module:\n    @T.prim_func\n";
+    // Current TVM parses block-based (schedulable) functions only when marked s_tir.
+    out += cur ? "@I.ir_module\nclass Module:\n    @T.prim_func(s_tir=True)\n" : "@I.ir_module\nclass Module:\n    @T.prim_func\n";
     out += fmt::format("    def main({}):\n", params);
     line(fmt::format("T.func_attr({{\"global_symbol\": \"main\", \"{}\": True}})", cur ? "tirx.noalias" : "tir.noalias"));
     for (const auto& name : table.order) {
