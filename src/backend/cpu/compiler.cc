@@ -84,11 +84,12 @@ std::string unique_tmp(const std::string& dir, std::string_view ext) {
   return fmt::format("{}/tmp-{}-{}{}", dir, getpid(), counter++, ext);
 }
 
-// Loaded kernels of this process, by key: a kernel is dlopen'ed once.
+// Loaded kernels of this process, by key: a kernel is dlopen'ed once. Deliberately leaked: no
+// dlclose during static destruction, while OpenMP worker threads may still be winding down.
 std::mutex g_loaded_mu;
 std::map<std::string, LoadedKernel>& loaded() {
-  static std::map<std::string, LoadedKernel> m;
-  return m;
+  static auto* m = new std::map<std::string, LoadedKernel>;
+  return *m;
 }
 
 }  // namespace
