@@ -91,6 +91,7 @@ struct State {
 struct Component {
   std::string name;
   bool heavy;  // may start a composite
+  int weight;  // relative draw frequency among the applicable components
   std::function<bool(const State&)> ok;
   // Applies the component (drawing its own hyper-values) and returns its display name.
   std::function<std::string(State&, Rng&, const Budget&)> apply;
@@ -119,34 +120,34 @@ std::vector<Component> components() {
     return [=](const State& s) { return s.x.rank() >= lo && s.x.rank() <= hi; };
   };
   // ---- heavy components ----
-  cs.push_back({"Gemm", true, rank_in(2, 4), [](State& s, Rng& r, const Budget& b) {
+  cs.push_back({"Gemm", true, 2, rank_in(2, 4), [](State& s, Rng& r, const Budget& b) {
     s.x = gemm(s.c, s.x, draw(r, b.features), coin(r, 0.8));
     return std::string("Gemm");
   }});
-  cs.push_back({"Matmul", true, rank_in(2, 4), [](State& s, Rng& r, const Budget& b) {
+  cs.push_back({"Matmul", true, 1, rank_in(2, 4), [](State& s, Rng& r, const Budget& b) {
     Value w = s.c.input({s.x.shape.back(), draw(r, b.features)});
     s.x = matmul(s.c, s.x, w);
     return std::string("Matmul");
   }});
-  cs.push_back({"BMM", true, rank_in(3, 3), [](State& s, Rng& r, const Budget& b) {
+  cs.push_back({"BMM", true, 2, rank_in(3, 3), [](State& s, Rng& r, const Budget& b) {
     Value y = s.c.input({s.x.shape[0], s.x.shape[2], draw(r, b.features)});
     s.x = bmm(s.c, s.x, y);
     return std::string("BMM");
   }});
-  cs.push_back({"Conv", true, [](const State& s) { return s.x.rank() >= 3 && s.x.rank() <= 5; },
+  cs.push_back({"Conv", true, 4, [](const State& s) { return s.x.rank() >= 3 && s.x.rank() <= 5; },
                 [](State& s, Rng& r, const Budget& b) {
     size_t nd = s.x.rank() - 2;
     s.x = conv_any(s, r, b, false);
     return fmt::format("Conv{}d", nd);
   }});
-  cs.push_back({"ConvTranspose", true,
+  cs.push_back({"ConvTranspose", true, 2,
                 [](const State& s) { return s.x.rank() >= 4 && s.x.rank() <= 5; },
                 [](State& s, Rng& r, const Budget& b) {
     size_t nd = s.x.rank() - 2;
     s.x = conv_any(s, r, b, true);
     return fmt::format("ConvTranspose{}d", nd);
   }});
-  cs.push_back({"Attention", true, rank_in(3, 3), [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"Attention", true, 5, rank_in(3, 3), [](State& s, Rng& r, const Budget&) {
     int64_t e = s.x.shape[2];
     auto hs = divisors(e);
     int64_t heads = choose(r, hs);
@@ -157,7 +158,7 @@ std::vector<Component> components() {
     static const char* kNames[] = {"MHA", "MQA", "GQA"};
     return std::string(kNames[static_cast<int>(kind)]) + (causal ? "Causal" : "");
   }});
-  cs.push_back({"ConvPair", true,
+  cs.push_back({"ConvPair", true, 1,
                 [](const State& s) { return s.x.rank() >= 3 && s.x.rank() <= 5 && s.history.size() == 1; },
                 [](State& s, Rng& r, const Budget& b) {
     // One convolution module applied to two inputs, then summed (conv2d_conv2d_padding).
@@ -189,33 +190,33 @@ std::vector<Component> components() {
       {"Softplus", softplus, false},
   };
   for (const Act& a : kActs) {
-    cs.push_back({a.name, false, [](const State&) { return true; }, [a](State& s, Rng&, const Budget&) {
+    cs.push_back({a.name, false, 1, [](const State&) { return true; }, [a](State& s, Rng&, const Budget&) {
       s.x = a.f(s.c, s.x);
       s.bounded = a.bounded;
       return std::string(a.name);
     }});
   }
-  cs.push_back({"LeakyReLU", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"LeakyReLU", false, 1, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     s.x = leaky_relu(s.c, s.x, choose(r, std::vector<double>{0.01, 0.1, 0.2}));
     return std::string("LeakyReLU");
   }});
-  cs.push_back({"Hardtanh", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"Hardtanh", false, 1, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     double m = choose(r, std::vector<double>{1.0, 2.0});
     s.x = hardtanh(s.c, s.x, -m, m);
     s.bounded = true;
     return std::string("Hardtanh");
   }});
-  cs.push_back({"Clamp", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"Clamp", false, 1, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     auto [lo, hi] = choose(r, std::vector<std::pair<double, double>>{{-1.0, 1.0}, {0.0, 1.0}, {-0.5, 0.5}});
     s.x = clamp(s.c, s.x, lo, hi);
     s.bounded = true;
     return std::string("Clamp");
   }});
-  cs.push_back({"Exp", false, [](const State& s) { return s.bounded; }, [](State& s, Rng&, const Budget&) {
+  cs.push_back({"Exp", false, 1, [](const State& s) { return s.bounded; }, [](State& s, Rng&, const Budget&) {
     s.x = exp(s.c, s.x);
     return std::string("Exp");
   }});
-  cs.push_back({"Scaling", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"Scaling", false, 1, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     double f = choose(r, std::vector<double>{0.5, 2.0, 1.5});
     if (coin(r, 0.5)) {
       s.x = scale_literal(s.c, s.x, f);
@@ -224,7 +225,7 @@ std::vector<Component> components() {
     s.x = divide_literal(s.c, s.x, f);
     return std::string("Divide");
   }});
-  cs.push_back({"ScalarConstant", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"ScalarConstant", false, 2, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     static const std::pair<ScalarOp, const char*> kOps[] = {{ScalarOp::Mul, "Multiply"},
                                                             {ScalarOp::Div, "Divide"},
                                                             {ScalarOp::Add, "Add"},
@@ -236,12 +237,12 @@ std::vector<Component> components() {
     s.x = scalar_constant(s.c, s.x, op, v);
     return std::string(name);
   }});
-  cs.push_back({"ChannelParam", false, rank_in(2, 5), [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"ChannelParam", false, 2, rank_in(2, 5), [](State& s, Rng& r, const Budget&) {
     bool add = coin(r, 0.5);
     s.x = channel_param(s.c, s.x, add ? ScalarOp::Add : ScalarOp::Mul);
     return std::string(add ? "BiasAdd" : "Multiply");
   }});
-  cs.push_back({"ResidualAdd", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"ResidualAdd", false, 2, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     std::vector<Value> same;
     for (const auto& h : s.history)
       if (h.shape == s.x.shape && h.alias != s.x.alias) same.push_back(h);
@@ -249,7 +250,7 @@ std::vector<Component> components() {
     s.x = binary(s.c, s.x, other, ScalarOp::Add);
     return std::string("ResidualAdd");
   }});
-  cs.push_back({"InputBinary", false, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
+  cs.push_back({"InputBinary", false, 1, [](const State&) { return true; }, [](State& s, Rng& r, const Budget&) {
     Value other = s.c.input(s.x.shape);
     static const std::pair<ScalarOp, const char*> kOps[] = {
         {ScalarOp::Add, "AddInput"}, {ScalarOp::Mul, "MultiplyInput"}, {ScalarOp::Sub, "SubtractInput"}};
@@ -259,13 +260,13 @@ std::vector<Component> components() {
   }});
 
   // ---- normalizations (groups of >= 2 elements) ----
-  cs.push_back({"LayerNorm", false, [](const State& s) { return s.x.rank() >= 2 && s.x.shape.back() >= 2; },
+  cs.push_back({"LayerNorm", false, 2, [](const State& s) { return s.x.rank() >= 2 && s.x.shape.back() >= 2; },
                 [](State& s, Rng&, const Budget&) {
     s.x = layer_norm(s.c, s.x);
     s.bounded = false;
     return std::string("LayerNorm");
   }});
-  cs.push_back({"GroupNorm", false,
+  cs.push_back({"GroupNorm", false, 2,
                 [](const State& s) { return s.x.rank() >= 2 && s.x.shape[1] * spatial_numel(s.x) >= 2; },
                 [](State& s, Rng& r, const Budget&) {
     std::vector<int64_t> ok;
@@ -275,13 +276,13 @@ std::vector<Component> components() {
     s.bounded = false;
     return std::string("GroupNorm");
   }});
-  cs.push_back({"InstanceNorm", false, [](const State& s) { return s.x.rank() >= 3 && spatial_numel(s.x) >= 2; },
+  cs.push_back({"InstanceNorm", false, 2, [](const State& s) { return s.x.rank() >= 3 && spatial_numel(s.x) >= 2; },
                 [](State& s, Rng&, const Budget&) {
     s.x = instance_norm(s.c, s.x);
     s.bounded = false;
     return std::string("InstanceNorm");
   }});
-  cs.push_back({"BatchNorm", false,
+  cs.push_back({"BatchNorm", false, 2,
                 [](const State& s) { return s.x.rank() >= 2 && s.x.shape[0] * spatial_numel(s.x) >= 2; },
                 [](State& s, Rng&, const Budget&) {
     s.x = batch_norm(s.c, s.x);
@@ -290,7 +291,7 @@ std::vector<Component> components() {
   }});
 
   // ---- pooling and reductions ----
-  cs.push_back({"Pool", false, [](const State& s) { return s.x.rank() >= 3 && s.x.rank() <= 5 && min_spatial(s.x) >= 2; },
+  cs.push_back({"Pool", false, 4, [](const State& s) { return s.x.rank() >= 3 && s.x.rank() <= 5 && min_spatial(s.x) >= 2; },
                 [](State& s, Rng& r, const Budget&) {
     size_t nd = s.x.rank() - 2;
     int64_t k = r.uniform_int(2, std::min<int64_t>(3, min_spatial(s.x)));
@@ -299,12 +300,12 @@ std::vector<Component> components() {
     s.x = is_max ? max_pool(s.c, s.x, k, stride) : avg_pool(s.c, s.x, k, stride);
     return fmt::format("{}Pool{}d", is_max ? "Max" : "Avg", nd);
   }});
-  cs.push_back({"GlobalAvgPool", false, [](const State& s) { return s.x.rank() >= 3 && spatial_numel(s.x) >= 2; },
+  cs.push_back({"GlobalAvgPool", false, 2, [](const State& s) { return s.x.rank() >= 3 && spatial_numel(s.x) >= 2; },
                 [](State& s, Rng&, const Budget&) {
     s.x = global_avg_pool(s.c, s.x);
     return std::string("GlobalAvgPool");
   }});
-  cs.push_back({"Reduce", false, [](const State& s) { return !reducible_dims(s.x).empty(); },
+  cs.push_back({"Reduce", false, 5, [](const State& s) { return !reducible_dims(s.x).empty(); },
                 [](State& s, Rng& r, const Budget&) {
     size_t dim = choose(r, reducible_dims(s.x));
     static const std::pair<Reduce, const char*> kOps[] = {{Reduce::Sum, "Sum"},
@@ -317,7 +318,7 @@ std::vector<Component> components() {
     s.bounded = false;
     return std::string(name);
   }});
-  cs.push_back({"Softmax", false, [](const State& s) { return !reducible_dims(s.x).empty(); },
+  cs.push_back({"Softmax", false, 3, [](const State& s) { return !reducible_dims(s.x).empty(); },
                 [](State& s, Rng& r, const Budget&) {
     size_t dim = choose(r, reducible_dims(s.x));
     bool log = coin(r, 0.3);
@@ -372,7 +373,11 @@ Composite make_one(uint64_t seed, int index, SizeClass size) {
         if ((st.names.empty() ? c.heavy : true) && c.ok(st)) cand.push_back(&c);
       bool applied = false;
       while (!cand.empty() && !applied) {
-        size_t i = static_cast<size_t>(r.uniform_int(0, static_cast<int64_t>(cand.size()) - 1));
+        int64_t total = 0;
+        for (const auto* c : cand) total += c->weight;
+        int64_t pick = r.uniform_int(0, total - 1);
+        size_t i = 0;
+        while (pick >= cand[i]->weight) pick -= cand[i++]->weight;
         State trial = st;
         std::string name = cand[i]->apply(trial, r, b);
         if (within(trial, b)) {
