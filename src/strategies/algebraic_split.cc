@@ -6,8 +6,11 @@
 //    divided by it. z in {2, 4}: powers of two make x/z*z bit-exact except for subnormal x. (A
 //    rounding z such as 3 is not harmless: one rounding inside exp(x-max) with x ~ 1e9, as in
 //    attention at x1e3 inputs, changes the output by 1e-4 relative.)
-//  * additive_split x -> x+z-z: z in {1, 0.5, 2}. A data-dependent z (another access) could be
-//    +-inf (masks) and turn x into NaN, or be so large that x is rounded away.
+//  * additive_split x -> x+z-z with z = x: x+x = 2x and 2x-x = x are exact in float64, so the
+//    result is bit-identical for finite x. A constant z rounds small x away (4.4e-8+2-2 is off by
+//    2.6e-9 relative, beyond the verifier's 1e-9), a data-dependent z (another access) can be
+//    +-inf (masks) or huge. Targets that may be infinite (a program with inf literals, values
+//    derived from exp) are refused: inf+inf-inf is NaN.
 //  * exponential_split exp(u) -> exp(u-z)*exp(z) ("mul") or exp(u-z)/exp(-z) ("div"), z in
 //    {1, 0.5, 2}. The textbook form exp(x-y) -> exp(x-z)*exp(z-y) with a z between unrelated x
 //    and y overflows: softmax's exp(x-max) with x, max ~ 1e3 is finite, exp(x-z) is inf and
@@ -22,6 +25,7 @@
 // exp/log/sqrt/erf/tanh/sigmoid call; exponential_split one exp call. The accumulator of an
 // accumulation is never a target (algebraic_base.h).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "leir/ir_mutator.h"
@@ -86,6 +90,27 @@ bool in_wide_product_program(const leir::Program& p, const ExprPtr& target) {
   return std::any_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) { return has_wide_product(s->rhs, w); });
 }
 
+// Whether the program writes an `inf` literal anywhere or `target` is exponential-derived.
+bool may_be_infinite(const leir::Program& p, const ExprPtr& target) {
+  bool has_inf = false;
+  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) {
+    leir::for_each_expr(s.rhs, [&](const Expr& e) { has_inf |= e.is_number() && std::isinf(e.value); });
+  });
+  if (has_inf) return true;
+  std::set<std::string> w;
+  std::vector<const leir::Stmt*> stmts;
+  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto* s : stmts)
+      if (!w.count(s->lhs->tensor) && wide(s->rhs, w)) {
+        w.insert(s->lhs->tensor);
+        changed = true;
+      }
+  }
+  return wide(target, w);
+}
+
 constexpr const char* kWideRefusal =
     "an exponential over the whole float range in a program that multiplies such values (0*inf = NaN "
     "where the input has tiny*inf = inf): inserting z moves the underflow boundary";
@@ -123,19 +148,20 @@ class MultiplicativeSplit final : public AlgebraicStrategy {
 class AdditiveSplit final : public AlgebraicStrategy {
  public:
   std::string_view name() const override { return "additive_split"; }
-  std::string_view description() const override { return "x -> x+z-z for a constant z"; }
+  std::string_view description() const override { return "x -> x+z-z with z = x (bit-exact for finite x)"; }
 
  protected:
   std::vector<Target> targets(const StmtView& v) const override { return node_targets(v, split_target); }
   std::vector<Params> target_params(const Target&, const Context&) const override {
-    return {Params{{"z", std::string("1")}}, Params{{"z", std::string("0.5")}}, Params{{"z", std::string("2")}}};
+    return {Params{{"z", std::string("x")}}};
   }
   Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
     const std::string* z = z_param(params);
-    if (!z) return Rewrite::refuse("missing parameter z");
+    if (!z || *z != "x") return Rewrite::refuse("z must be x (the target itself)");
     if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
-    ExprPtr zc = constant(*z);
-    return Rewrite::to(leir::make_binary(BinaryOp::Sub, leir::make_binary(BinaryOp::Add, t.expr, zc), zc));
+    if (may_be_infinite(c.program, t.expr))
+      return Rewrite::refuse("the value may be infinite (an inf literal or an exponential feeds it): inf+inf-inf is NaN");
+    return Rewrite::to(leir::make_binary(BinaryOp::Sub, leir::make_binary(BinaryOp::Add, t.expr, t.expr), t.expr));
   }
 };
 

@@ -180,14 +180,14 @@ TEST(AlgebraicRewrites, ExponentialSplit) {
 
 TEST(AlgebraicRewrites, MultiplicativeAndAdditiveSplit) {
   EXPECT_EQ(results("multiplicative_split", "A*K"), (Strings{"A/2*2*K", "A/4*4*K", "A*(K/2*2)", "A*(K/4*4)"}));
-  EXPECT_EQ(results("additive_split", "A*K"),
-            (Strings{"(A+1-1)*K", "(A+0.5-0.5)*K", "(A+2-2)*K", "A*(K+1-1)", "A*(K+0.5-0.5)", "A*(K+2-2)"}));
+  EXPECT_EQ(results("additive_split", "A*K"), (Strings{"(A+A-A)*K", "A*(K+K-K)"}));
+  EXPECT_TRUE(results("additive_split", "exp(A)*K").size() == 2u);  // A and K, not exp(A)
   // exp_exp: products of full-range exponentials refuse z (0*inf = NaN where tiny*inf = inf).
   auto p = program("input A: f64[2,4]\ninput C: f64[2,4]\noutput F: f64[2,4]\n"
                    "L^{2}_{tx=0}L^{4}_{a=0}[E^{f64,g}_{tx,a}=exp(A^{f64,g}_{tx,a});];"
                    "L^{2}_{tx=0}L^{4}_{a=0}[F^{f64,g}_{tx,a}=E^{f64,g}_{tx,a}*exp(C^{f64,g}_{tx,a});];");
   // Only the exponents themselves may be split.
-  for (const auto& r : results("additive_split", p)) EXPECT_TRUE(mentions(r, "exp(A+") || mentions(r, "exp(C+")) << r;
+  for (const auto& r : results("additive_split", p)) EXPECT_TRUE(mentions(r, "exp(A+A-A)") || mentions(r, "exp(C+C-C)")) << r;
   EXPECT_MENTIONS(refusals("multiplicative_split", p), "whole float range");
 }
 
