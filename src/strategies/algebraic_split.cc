@@ -90,25 +90,28 @@ bool in_wide_product_program(const leir::Program& p, const ExprPtr& target) {
   return std::any_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) { return has_wide_product(s->rhs, w); });
 }
 
-// Whether the program writes an `inf` literal anywhere or `target` is exponential-derived.
+// Whether `e` may evaluate to +-inf: it holds an inf literal or an exp, or reads a tensor that
+// may hold one (least fixpoint over the program's writes; max/min/if_then_else pass it on too).
+bool reaches_infinity(const ExprPtr& e, const std::set<std::string>& infinite) {
+  if (e->is_number() && std::isinf(e->value)) return true;
+  if (e->kind == ExprKind::Call && e->func == Func::Exp) return true;
+  if (e->kind == ExprKind::Access && infinite.count(e->tensor)) return true;
+  return std::any_of(e->args.begin(), e->args.end(), [&](const ExprPtr& a) { return reaches_infinity(a, infinite); });
+}
+
 bool may_be_infinite(const leir::Program& p, const ExprPtr& target) {
-  bool has_inf = false;
-  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) {
-    leir::for_each_expr(s.rhs, [&](const Expr& e) { has_inf |= e.is_number() && std::isinf(e.value); });
-  });
-  if (has_inf) return true;
-  std::set<std::string> w;
+  std::set<std::string> infinite;
   std::vector<const leir::Stmt*> stmts;
   leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto* s : stmts)
-      if (!w.count(s->lhs->tensor) && wide(s->rhs, w)) {
-        w.insert(s->lhs->tensor);
+      if (!infinite.count(s->lhs->tensor) && reaches_infinity(s->rhs, infinite)) {
+        infinite.insert(s->lhs->tensor);
         changed = true;
       }
   }
-  return wide(target, w);
+  return reaches_infinity(target, infinite);
 }
 
 constexpr const char* kWideRefusal =
