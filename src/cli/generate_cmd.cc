@@ -25,6 +25,8 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--programs", o->programs, "built-in workloads to use (-1 = all)")->capture_default_str();
   sub.add_option("--composites", o->composites, "random composite programs")->capture_default_str();
   sub.add_option("--input", o->input, "extra programs (.jsonl/.json/.leir)");
+  auto no_examples = std::make_shared<bool>(false);
+  sub.add_flag("--no-examples", *no_examples, "do not add the programs of ../shared/examples");
   sub.add_option("--search", *mode, "greedy|beam")->capture_default_str();
   sub.add_option("--beam", o->beam, "beam width")->capture_default_str();
   sub.add_option("--depth", o->depth, "maximum steps per trajectory")->capture_default_str();
@@ -34,6 +36,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--verify-trials", o->verify_trials, "verifier input sets per candidate")->capture_default_str();
   sub.add_option("--per-strategy-cap", o->per_strategy_cap, "max single-answer records per strategy")->capture_default_str();
   sub.add_option("--non-improving-per-state", o->non_improving_per_state, "max non-improving steps kept per state")->capture_default_str();
+  sub.add_option("--per-strategy-per-state", o->per_strategy_per_state, "max steps of one strategy kept per state")->capture_default_str();
   sub.add_option("--trivial-keep", o->trivial_keep, "keep probability of trivially applicable strategies")->capture_default_str();
   sub.add_option("--multi-answer-max", o->multi_answer_max, "answers per multi-answer record")->capture_default_str();
   sub.add_option("--eval-fraction", o->eval_fraction, "share of workload families held out for eval")->capture_default_str();
@@ -53,6 +56,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
       return 2;
     }
     o->progress = isatty(2) != 0;
+    if (*no_examples) o->examples = false;
     dataset::GenerateSummary s;
     try {
       s = dataset::generate(*o);

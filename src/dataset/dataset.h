@@ -24,19 +24,21 @@ struct GenerateOptions {
   std::string out_dir = "steptp-dataset";
   uint64_t seed = 0;
   workloads::SizeClass size = workloads::SizeClass::Tiny;
-  int programs = 24;     // built-in workloads (spread over the suite, seeded); -1 = all
+  int programs = -1;     // built-in workloads (spread over the suite, seeded); -1 = all
   int composites = 4;    // random composites
   std::string input;     // optional JSONL/JSON/LEIR file of user programs
+  bool examples = true;  // also the programs of ../shared/examples (family "example")
   search::Mode mode = search::Mode::Beam;
   int beam = 2;
-  int depth = 3;
+  int depth = 2;
   int sites_per_strategy = 2;
   int params_per_site = 2;
   int verify_trials = 3;
   int jobs = 1;
   // Filtering (documented defaults).
   int per_strategy_cap = 120;        // max single-answer records per strategy
-  int non_improving_per_state = 6;   // max non-improving single steps kept per search state
+  int non_improving_per_state = 12;  // max non-improving single steps kept per search state
+  int per_strategy_per_state = 2;    // max single steps of one strategy kept per search state
   double trivial_keep = 0.5;         // keep probability of trivially applicable strategies
   int multi_answer_max = 3;          // answers per multi-answer record (>= 2 distinct strategies)
   double eval_fraction = 0.2;        // share of workload families held out for eval
@@ -46,7 +48,7 @@ struct GenerateOptions {
 };
 
 struct Root {
-  std::string key;     // "w/<workload>", "c/<i>", "u/<i>"
+  std::string key;     // "w/<workload>", "c/<i>", "u/<i>", "e/<name>"
   std::string family;  // workload family, "composite", "user"
   leir::Program program;
 };

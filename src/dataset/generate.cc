@@ -49,6 +49,7 @@ json options_json(const GenerateOptions& o) {
           {"programs", o.programs},
           {"composites", o.composites},
           {"input", o.input},
+          {"examples", o.examples},
           {"search", o.mode == search::Mode::Greedy ? "greedy" : "beam"},
           {"beam", o.beam},
           {"depth", o.depth},
@@ -57,6 +58,7 @@ json options_json(const GenerateOptions& o) {
           {"verify_trials", o.verify_trials},
           {"per_strategy_cap", o.per_strategy_cap},
           {"non_improving_per_state", o.non_improving_per_state},
+          {"per_strategy_per_state", o.per_strategy_per_state},
           {"trivial_keep", o.trivial_keep},
           {"multi_answer_max", o.multi_answer_max},
           {"eval_fraction", o.eval_fraction}};
@@ -83,6 +85,7 @@ void validate(const GenerateOptions& o) {
   if (o.per_strategy_cap < 1) bad("--per-strategy-cap must be >= 1");
   if (o.trivial_keep < 0 || o.trivial_keep > 1) bad("--trivial-keep must be in [0, 1]");
   if (o.eval_fraction < 0 || o.eval_fraction >= 1) bad("--eval-fraction must be in [0, 1)");
+  if (o.per_strategy_per_state < 1 || o.non_improving_per_state < 0) bad("per-state limits must be >= 1 / >= 0");
   if (o.multi_answer_max < 2) bad("--multi-answer-max must be >= 2");
   if (!o.input.empty() && !fs::exists(o.input)) bad("cannot read --input " + o.input);
 }
@@ -207,6 +210,17 @@ std::vector<Root> collect_roots(const GenerateOptions& o) {
   if (o.composites > 0) {
     auto cs = workloads::sample_composites(o.composites, strategies::mix_seed(o.seed, 0xc0),  o.size);
     for (size_t i = 0; i < cs.size(); ++i) roots.push_back({fmt::format("c/{}", i), "composite", cs[i]});
+  }
+  if (o.examples) {
+    fs::path ex = fs::path(tokenizer::default_qwen3_path()).parent_path().parent_path().parent_path() / "examples";
+    std::vector<fs::path> files;
+    std::error_code ec;
+    if (fs::is_directory(ex, ec))
+      for (const auto& e : fs::directory_iterator(ex))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files)
+      for (auto& p : leir::read_programs(f.string())) roots.push_back({"e/" + f.stem().string(), "example", p});
   }
   if (!o.input.empty()) {
     auto ps = leir::read_programs(o.input);

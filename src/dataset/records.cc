@@ -231,10 +231,27 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
       if (it == facts_cache.end()) it = facts_cache.emplace(item, facts_json(first.parent, item)).first;
       return it->second;
     };
-    for (size_t i : idx) {
+    // Visit the state's steps in a seeded order so no strategy is favoured by its catalogue
+    // position; keep at most `per_strategy_per_state` steps of one strategy.
+    std::map<std::string, int> per_strat;
+    auto order = strategies::choose_indices(idx.size(), idx.size(), strategies::mix_seed(so.seed, uint64_t(s) + 77));
+    std::vector<size_t> visit;
+    for (size_t k : order) visit.push_back(idx[k]);
+    std::stable_sort(visit.begin(), visit.end(), [&](size_t a, size_t b) {
+      return res.transitions[a].improving > res.transitions[b].improving;  // improving first (stable within)
+    });
+    std::vector<size_t> kept;
+    for (size_t i : visit) {
       const auto& t = res.transitions[i];
+      if (per_strat[t.strategy] >= o.per_strategy_per_state) continue;
       if (!t.improving && non_impr >= o.non_improving_per_state) continue;
       if (!t.improving) ++non_impr;
+      per_strat[t.strategy]++;
+      kept.push_back(i);
+    }
+    std::sort(kept.begin(), kept.end());
+    for (size_t i : kept) {
+      const auto& t = res.transitions[i];
       json rec = base;
       rec["kind"] = "single";
       rec["answers"] = json::array({answer_json(t, r.key, seq++)});

@@ -45,6 +45,7 @@ GenerateOptions tiny_opts(const std::string& out) {
   o.params_per_site = 1;
   o.verify_trials = 2;
   o.eval_fraction = 0.4;
+  o.examples = false;
   return o;
 }
 
