@@ -352,10 +352,19 @@ GenerateSummary generate(const GenerateOptions& o) {
   families.erase(std::unique(families.begin(), families.end()), families.end());
   std::set<std::string> eval_fams;
   if (families.size() >= 2 && o.eval_fraction > 0) {
-    size_t ne = std::max<size_t>(1, size_t(std::floor(o.eval_fraction * double(families.size()))));
-    ne = std::min(ne, families.size() - 1);
-    for (size_t i : strategies::choose_indices(families.size(), ne, strategies::mix_seed(o.seed, 0xe7a1)))
+    // Whole families, in a seeded order, while the eval share of roots stays within eval_fraction
+    // (at least one family, never all of them).
+    std::map<std::string, int> roots_of;
+    for (const auto& r : roots) roots_of[r.family]++;
+    double budget = o.eval_fraction * double(roots.size());
+    int taken = 0;
+    for (size_t i : strategies::choose_indices(families.size(), families.size(), strategies::mix_seed(o.seed, 0xe7a1))) {
+      if (eval_fams.size() + 1 >= families.size()) break;
+      int n = roots_of[families[i]];
+      if (!eval_fams.empty() && double(taken + n) > budget) continue;
       eval_fams.insert(families[i]);
+      taken += n;
+    }
   }
 
   std::vector<json> recs;

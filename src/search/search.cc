@@ -46,11 +46,6 @@ void count_expr(const leir::ExprPtr& e, ExprCount& c) {
   for (const auto& a : e->args) count_expr(a, c);
 }
 
-struct NestCost {
-  double work = 0;
-  double speed = 1;
-};
-
 void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double vec, NestFacts& f, double& work) {
   for (const auto& it : body) {
     if (it.is_stmt()) {
@@ -77,8 +72,6 @@ void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double
         } else if (l.kind == leir::LoopKind::Vectorized) {
           f.vector_loops++;
           v = std::min(4.0, v * double(std::max<int64_t>(1, l.extent)));
-        } else if (l.kind == leir::LoopKind::Unrolled) {
-          work -= 0.0;  // unrolling: modelled through the per-statement overhead below
         }
       }
       walk(it.nest.body, n, p, v, f, work);
