@@ -27,20 +27,32 @@ struct Producer {
   std::vector<int> readers;
 };
 
-bool read_through_gather(const Program& p, const std::string& x) {
-  bool bad = false;
+// Tensors read through a gather: used as an index, or read with an index that reads a tensor.
+std::set<std::string> gathered_tensors(const Program& p) {
+  std::set<std::string> out;
   leir::for_each_stmt(p.body, [&](const Stmt& s, const auto&) {
     for (const auto* side : {&s.lhs, &s.rhs})
       leir::for_each_expr(*side, [&](const leir::Expr& e) {
         if (!e.is_access()) return;
-        for (const auto& idx : e.args) bad |= reads_tensor(idx, x);  // X used as an index
-        if (e.tensor == x && contains_gather(std::make_shared<leir::Expr>(e))) bad = true;
+        for (const auto& idx : e.args)
+          leir::for_each_expr(idx, [&](const leir::Expr& x) {
+            if (x.is_access()) {
+              out.insert(x.tensor);  // used as an index
+              out.insert(e.tensor);  // read through one
+            }
+          });
       });
   });
-  return bad;
+  return out;
 }
 
-std::string analyze(const Program& p, int i, Producer& out) {
+struct Context {
+  analysis::UseDef ud;
+  std::set<std::string> gathered;
+  explicit Context(const Program& p) : ud(analysis::use_def(p)), gathered(gathered_tensors(p)) {}
+};
+
+std::string analyze(const Program& p, const Context& ctx, int i, Producer& out) {
   const Nest* n = flat_nest(p, i);
   if (!n) return "not a nest of statements";
   if (n->body.size() != 1) return "the producer nest has several statements";
@@ -60,10 +72,10 @@ std::string analyze(const Program& p, int i, Producer& out) {
     if (l.extent != 1) return fmt::format("loop {} does not appear in the subscripts of {}", l.var, x);
     out.fixed[l.var] = leir::make_int(l.start);
   }
-  auto ud = analysis::use_def(p);
+  const auto& ud = ctx.ud;
   for (int k = 0; k < static_cast<int>(ud.items.size()); ++k)
     if (k != i && ud.items[k].writes.count(x)) return fmt::format("{} is also written by item {}", x, k);
-  if (read_through_gather(p, x)) return fmt::format("{} is read through a gather", x);
+  if (ctx.gathered.count(x)) return fmt::format("{} is read through a gather", x);
   for (int k = 0; k < i; ++k)
     if (ud.items[k].reads.count(x)) return fmt::format("{} is read before it is produced (item {})", x, k);
   out.readers.clear();
@@ -90,7 +102,7 @@ class ComputeInline final : public ConsideringStrategy {
   std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
     int i = site_item(s);
     Producer prod;
-    if (!analyze(p, i, prod).empty()) return std::nullopt;
+    if (!analyze(p, Context(p), i, prod).empty()) return std::nullopt;
     const Stmt& ps = *prod.stmt;
     const std::string& x = ps.lhs->tensor;
     auto inline_read = [&](const ExprPtr& read) {
@@ -112,6 +124,7 @@ class ComputeInline final : public ConsideringStrategy {
  protected:
   std::vector<Considered> consider(const Program& p) const override {
     std::vector<Considered> out;
+    Context ctx(p);
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       Considered c;
       c.site.path = {i};
@@ -119,7 +132,7 @@ class ComputeInline final : public ConsideringStrategy {
       if (const Nest* n = flat_nest(p, i); n && n->body.size() == 1) tensor = n->body[0].stmt.lhs->tensor;
       c.site.description = fmt::format("producer item {}{}", i, tensor.empty() ? "" : " (" + tensor + ")");
       Producer prod;
-      c.refusal = analyze(p, i, prod);
+      c.refusal = analyze(p, ctx, i, prod);
       out.push_back(std::move(c));
     }
     return out;

@@ -140,14 +140,14 @@ class ExpressionSplitting final : public ConsideringStrategy {
 
   std::vector<Params> param_space(const Program& p, const Site& s) const override {
     std::vector<Params> out;
-    auto subs = legal_subexprs(p, s);
+    auto subs = legal_subexprs(p, analysis::use_def(p), s);
     for (size_t k = 0; k < subs.size(); ++k)
       out.push_back({{"index", static_cast<int64_t>(k)}, {"expr", leir::print_expr(subs[k])}});
     return out;
   }
 
   std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto subs = legal_subexprs(p, s);
+    auto subs = legal_subexprs(p, analysis::use_def(p), s);
     auto it = params.find("index");
     if (it == params.end()) return std::nullopt;
     int64_t k = std::get<int64_t>(it->second);
@@ -174,6 +174,7 @@ class ExpressionSplitting final : public ConsideringStrategy {
  protected:
   std::vector<Considered> consider(const Program& p) const override {
     std::vector<Considered> out;
+    auto ud = analysis::use_def(p);
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       const Nest* n = flat_nest(p, i);
       if (!n) continue;
@@ -181,7 +182,7 @@ class ExpressionSplitting final : public ConsideringStrategy {
         Considered c;
         c.site.path = {i, j};
         c.site.description = fmt::format("statement {} of nest {} ({})", j, i, n->body[j].stmt.lhs->tensor);
-        if (legal_subexprs(p, c.site).empty())
+        if (legal_subexprs(p, ud, c.site).empty())
           c.refusal = candidates_of(n->body[j].stmt).empty()
                           ? "no compound sub-expression reading a tensor"
                           : "every sub-expression reads a tensor written in the nest or is evaluated only conditionally";
@@ -192,12 +193,11 @@ class ExpressionSplitting final : public ConsideringStrategy {
   }
 
  private:
-  static std::vector<ExprPtr> legal_subexprs(const Program& p, const Site& s) {
+  static std::vector<ExprPtr> legal_subexprs(const Program& p, const analysis::UseDef& ud, const Site& s) {
     std::vector<ExprPtr> out;
     if (s.path.size() != 2) return out;
     const Nest* n = flat_nest(p, s.path[0]);
     if (!n || s.path[1] < 0 || s.path[1] >= static_cast<int>(n->body.size())) return out;
-    auto ud = analysis::use_def(p);
     for (const auto& o : candidates_of(n->body[s.path[1]].stmt)) {
       if (o.guarded || !why_not_hoistable(p, ud, o.expr, s.path[0], s.path[0]).empty()) continue;
       out.push_back(o.expr);
