@@ -358,13 +358,15 @@ GenerateSummary generate(const GenerateOptions& o) {
     for (const auto& r : roots) roots_of[r.family]++;
     double budget = o.eval_fraction * double(roots.size());
     int taken = 0;
-    for (size_t i : strategies::choose_indices(families.size(), families.size(), strategies::mix_seed(o.seed, 0xe7a1))) {
+    auto fam_order = strategies::choose_indices(families.size(), families.size(), strategies::mix_seed(o.seed, 0xe7a1));
+    for (size_t i : fam_order) {
       if (eval_fams.size() + 1 >= families.size()) break;
       int n = roots_of[families[i]];
-      if (!eval_fams.empty() && double(taken + n) > budget) continue;
+      if (double(taken + n) > budget) continue;
       eval_fams.insert(families[i]);
       taken += n;
     }
+    if (eval_fams.empty()) eval_fams.insert(families[fam_order.front()]);
   }
 
   std::vector<json> recs;
