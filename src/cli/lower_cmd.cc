@@ -1,8 +1,9 @@
-// steptp lower FILE --target cpu|tir [--tir-dialect sblock|block] [--f64] [--cpu-compatible]:
+// steptp lower FILE --target cpu|cuda|tir [--tir-dialect sblock|block] [--f64] [--cpu-compatible]:
 // prints the lowered source on stdout. Exit 1 with the reason when the target rejects the program.
 #include <iostream>
 
 #include "backend/cpu/codegen.h"
+#include "backend/cuda/cuda_codegen.h"
 #include "backend/tir/tvmscript.h"
 #include "cli/command.h"
 #include "leir/program_io.h"
@@ -17,8 +18,8 @@ RegisterCommand reg{{"lower", "print the source a backend generates for a progra
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
-  sub.add_option("--target", o->target, "cpu (C++/OpenMP) or tir (TVMScript)")
-      ->check(CLI::IsMember({"cpu", "tir"}));
+  sub.add_option("--target", o->target, "cpu (C++/OpenMP), cuda (CUDA C) or tir (TVMScript)")
+      ->check(CLI::IsMember({"cpu", "cuda", "tir"}));
   sub.add_option("--tir-dialect", o->dialect, "sblock (TVM >= 0.22, default) or block (TVM <= 0.21)")
       ->check(CLI::IsMember({"sblock", "block"}));
   sub.add_flag("--f64", o->f64, "cpu: the all-float64 verification build");
@@ -27,6 +28,8 @@ RegisterCommand reg{{"lower", "print the source a backend generates for a progra
     for (const auto& p : leir::read_programs(o->file)) {
       if (o->target == "cpu") {
         std::cout << backend::cpu::cpu_prelude() << backend::cpu::generate_cpu_kernel(p, {.all_f64 = o->f64}).code;
+      } else if (o->target == "cuda") {
+        std::cout << backend::cuda::cuda_prelude() << backend::cuda::generate_cuda(p).code;
       } else {
         backend::tir::TirOptions t;
         backend::tir::parse_dialect(o->dialect, &t.dialect);
