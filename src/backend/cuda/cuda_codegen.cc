@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backend/accumulation.h"
+#include "backend/index_expr.h"
 #include "backend/cpu/codegen.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
@@ -239,26 +240,13 @@ class Emitter {
 
   // ---- expressions (same semantics as the CPU backend) ----
   std::string index(const ExprPtr& e) const {
-    switch (e->kind) {
-      case ExprKind::Number: return fmt::format("{}LL", static_cast<int64_t>(e->value));
-      case ExprKind::IndexVar: return "v_" + e->var_name();
-      case ExprKind::Access: return fmt::format("static_cast<int64_t>(t_{}[{}])", e->tensor, flat(e));
-      case ExprKind::Unary: return "(-" + index(e->args[0]) + ")";
-      case ExprKind::Binary: {
-        std::string a = index(e->args[0]), b = index(e->args[1]);
-        switch (e->bop) {
-          case BinaryOp::Add: return "(" + a + " + " + b + ")";
-          case BinaryOp::Sub: return "(" + a + " - " + b + ")";
-          case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-          case BinaryOp::FloorDiv: return "steptp_fdiv_i(" + a + ", " + b + ")";
-          case BinaryOp::Mod: return "steptp_mod_i(" + a + ", " + b + ")";
-          default: break;
-        }
-        break;
-      }
-      default: break;
-    }
-    fail(e->loc, fmt::format("'{}' is not an integer subscript expression", leir::print_expr(e)));
+    static const IndexSpelling kC = {
+        [](int64_t v) { return fmt::format("{}LL", v); },
+        [](const leir::Expr& v) { return "v_" + v.var_name(); },
+        nullptr, "steptp_fdiv_i", "steptp_mod_i", true};
+    IndexSpelling s = kC;
+    s.gather = [this](const ExprPtr& a) { return fmt::format("static_cast<int64_t>(t_{}[{}])", a->tensor, flat(a)); };
+    return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
   }
 
   std::string flat(const ExprPtr& a) const {

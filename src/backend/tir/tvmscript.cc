@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/accumulation.h"
+#include "backend/index_expr.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
@@ -109,33 +110,16 @@ struct Emitter {
 
   // ---- subscripts ----
   std::string index(const ExprPtr& e) const {
-    switch (e->kind) {
-      case ExprKind::Number:
-        if (e->value != std::floor(e->value) || std::isinf(e->value))
-          fail(e->loc, fmt::format("subscript literal '{}' is not an integer", leir::print_expr(e)));
-        return std::to_string(static_cast<int64_t>(e->value));
-      case ExprKind::IndexVar: {
-        auto it = block_vars.find(e->var_name());
-        if (it == block_vars.end()) fail(e->loc, fmt::format("index variable '{}' is not bound", e->var_name()));
-        return it->second;
-      }
-      case ExprKind::Access: return fmt::format("T.Cast(\"int32\", {})", access(e));
-      case ExprKind::Unary: return "-" + index(e->args[0]);
-      case ExprKind::Binary: {
-        std::string a = index(e->args[0]), b = index(e->args[1]);
-        switch (e->bop) {
-          case BinaryOp::Add: return "(" + a + " + " + b + ")";
-          case BinaryOp::Sub: return "(" + a + " - " + b + ")";
-          case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-          case BinaryOp::FloorDiv: return "T.floordiv(" + a + ", " + b + ")";
-          case BinaryOp::Mod: return "T.floormod(" + a + ", " + b + ")";
-          default: break;
-        }
-        break;
-      }
-      default: break;
-    }
-    fail(e->loc, fmt::format("'{}' is not an integer subscript expression", leir::print_expr(e)));
+    IndexSpelling s{
+        [](int64_t v) { return std::to_string(v); },
+        [this](const leir::Expr& v) {
+          auto it = block_vars.find(v.var_name());
+          if (it == block_vars.end()) fail(v.loc, fmt::format("index variable '{}' is not bound", v.var_name()));
+          return it->second;
+        },
+        [this](const ExprPtr& a) { return fmt::format("T.Cast(\"int32\", {})", access(a)); },
+        "T.floordiv", "T.floormod", false};
+    return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
   }
 
   static std::string strip_parens(std::string s) {
