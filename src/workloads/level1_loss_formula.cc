@@ -1,0 +1,296 @@
+// Level 1, losses that PyTorch code writes as formulas over probabilities and logarithms (no
+// single torch.nn.functional op), each translated as the formula is written in its source:
+//   log_cosh_loss         mean(log(cosh(pred - target))), cosh spelled (exp(d)+exp(-d))/2
+//   infonce_loss          InfoNCE/NT-Xent as often written: -log(exp(pos/tau) / sum exp(sim/tau))
+//                         over L2-normalised embeddings (F.normalize), tau = 0.07
+//   kl_normal_normal      KL(N(mu1, exp(ls1)) || N(mu2, exp(ls2))) summed over the last dim, mean
+//                         over the batch, with torch.distributions' formula
+//                         0.5*(var_ratio + t1 - 1 - log(var_ratio))
+//   iic_loss              the IIC clustering loss (Ji et al. 2019, IID_loss in its PyTorch code):
+//                         -sum P*(log P - log p_j - log p_i) over the symmetrised joint P
+//   distillation_kl_loss  Hinton knowledge distillation, T = 4: T^2 * KL(softmax(t/T) || softmax(s/T)),
+//                         batchmean, with the KL written as p_t*(log p_t - log p_s)
+//   augmix_jsd_loss       AugMix's Jensen-Shannon consistency loss (official PyTorch code):
+//                         12 * mean of kl_div(log clamp(mixture, 1e-7, 1), p) over 3 distributions
+//   ppo_clip_loss         CleanRL's PPO clipped policy loss (clip 0.2, no advantage normalisation);
+//                         like CleanRL it also computes the old/new approx_kl and clipfrac
+//                         diagnostics, which the loss does not use
+// Softmaxes are max-shifted (the public translator's softmax). kl_div counts target 0 as 0.
+#include <fmt/format.h>
+
+#include "workloads/builder.h"
+#include "workloads/define.h"
+
+namespace steptp::workloads {
+namespace {
+
+std::vector<HyperParam> batch_dim() {
+  return {hp("batch", 1, 4096, {1, 4}, {8, 32}, {128, 128}), hp("dim", 1, 1 << 20, {1, 8}, {64, 512}, {4096, 4096})};
+}
+std::vector<HyperParam> batch_classes() {
+  return {hp("batch", 1, 4096, {1, 4}, {8, 32}, {128, 128}), hp("classes", 1, 100000, {1, 8}, {10, 100}, {1000, 1000})};
+}
+
+// Softmax of `src` (a template like "$x[tx,a]") over a: temps max, sum and the result `out`.
+void softmax(ProgramBuilder& b, int64_t n, int64_t k, const std::string& src, const std::string& out) {
+  std::string mx = out + "_max", sm = out + "_sum";
+  b.temp(mx);
+  b.temp(sm);
+  b.temp(out);
+  b.nest({n, k}, fmt::format("${0}[tx]=max(${0}[tx],{1})", mx, src));
+  b.nest({n, k}, fmt::format("${0}[tx]=${0}[tx]+exp({1}-${2}[tx])", sm, src, mx));
+  b.nest({n, k}, fmt::format("${0}[tx,a]=exp({1}-${2}[tx])/${3}[tx]", out, src, mx, sm));
+}
+
+Workload log_cosh_loss() {
+  Workload w;
+  w.name = "log_cosh_loss";
+  w.family = "loss";
+  w.params = batch_dim();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    ProgramBuilder b("log_cosh_loss");
+    b.input("p", {n, d});
+    b.input("t", {n, d});
+    b.output("out", {});
+    b.temp("diff");
+    b.temp("sum");
+    b.nest({n, d}, "$diff[tx,a]=$p[tx,a]-$t[tx,a]");
+    b.nest({n, d}, "$sum=$sum+log((exp($diff[tx,a])+exp(-$diff[tx,a]))/2)");
+    b.nest({1}, fmt::format("$out=$sum/{}", n * d));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    return {"D": torch.mean(torch.log(torch.cosh(t["A"] - t["C"])))}
+)";
+  return w;
+}
+
+Workload infonce_loss() {
+  Workload w;
+  w.name = "infonce_loss";
+  w.family = "loss";
+  w.params = batch_dim();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    ProgramBuilder b("infonce_loss");
+    b.input("q", {n, d});
+    b.input("k", {n, d});
+    b.output("out", {});
+    for (const char* t : {"qq", "qn", "kk", "kn", "logits", "sumexp", "sum"}) b.temp(t);
+    b.nest({n, d}, "$qq[tx]=$qq[tx]+$q[tx,a]**2");
+    b.nest({n, d}, "$qn[tx,a]=$q[tx,a]/max(sqrt($qq[tx]),1e-12)");
+    b.nest({n, d}, "$kk[tx]=$kk[tx]+$k[tx,a]**2");
+    b.nest({n, d}, "$kn[tx,a]=$k[tx,a]/max(sqrt($kk[tx]),1e-12)");
+    b.nest({n, n, d}, "$logits[tx,a]=$logits[tx,a]+$qn[tx,c]*$kn[a,c]");
+    b.nest({n, n}, "$sumexp[tx]=$sumexp[tx]+exp($logits[tx,a]/0.07)");
+    b.nest({n}, "$sum=$sum-log(exp($logits[tx,tx]/0.07)/$sumexp[tx])");
+    b.nest({1}, fmt::format("$out=$sum/{}", n));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    q = F.normalize(t["A"], dim=1)
+    k = F.normalize(t["C"], dim=1)
+    logits = q @ k.t() / 0.07
+    return {"D": F.cross_entropy(logits, torch.arange(q.shape[0]))}
+)";
+  return w;
+}
+
+Workload kl_normal_normal() {
+  Workload w;
+  w.name = "kl_normal_normal";
+  w.family = "loss";
+  w.params = batch_dim();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    ProgramBuilder b("kl_normal_normal");
+    b.input("mu1", {n, d});
+    b.input("logstd1", {n, d});
+    b.input("mu2", {n, d});
+    b.input("logstd2", {n, d});
+    b.output("out", {});
+    for (const char* t : {"s1", "s2", "sum"}) b.temp(t);
+    b.nest({n, d}, "$s1[tx,a]=exp($logstd1[tx,a])");
+    b.nest({n, d}, "$s2[tx,a]=exp($logstd2[tx,a])");
+    b.nest({n, d}, "$sum=$sum+0.5*(($s1[tx,a]/$s2[tx,a])**2+(($mu1[tx,a]-$mu2[tx,a])/$s2[tx,a])**2-1"
+                   "-log(($s1[tx,a]/$s2[tx,a])**2))");
+    b.nest({1}, fmt::format("$out=$sum/{}", n));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    D = torch.distributions
+    p = D.Normal(t["A"], t["C"].exp(), validate_args=False)
+    q = D.Normal(t["D"], t["E"].exp(), validate_args=False)
+    return {"F": D.kl_divergence(p, q).sum(-1).mean()}
+)";
+  return w;
+}
+
+// IID_loss with lamb = 1 and EPS = sys.float_info.epsilon; x_out, x_tf_out are the softmax
+// heads of two views (their logits are the inputs). The marginals are taken before the clamp.
+Workload iic_loss() {
+  Workload w;
+  w.name = "iic_loss";
+  w.family = "loss";
+  w.params = batch_classes();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), k = hv.at("classes");
+    const std::string eps = num(2.220446049250313e-16);
+    ProgramBuilder b("iic_loss");
+    b.input("x", {n, k});
+    b.input("x_tf", {n, k});
+    b.output("out", {});
+    softmax(b, n, k, "$x[tx,a]", "z");
+    softmax(b, n, k, "$x_tf[tx,a]", "zt");
+    for (const char* t : {"joint", "sym", "total", "pij", "pi", "pj"}) b.temp(t);
+    b.nest({k, k, n}, "$joint[tx,a]=$joint[tx,a]+$z[c,tx]*$zt[c,a]");
+    b.nest({k, k}, "$sym[tx,a]=($joint[tx,a]+$joint[a,tx])/2.0");
+    b.nest({k, k}, "$total=$total+$sym[tx,a]");
+    b.nest({k, k}, "$pij[tx,a]=$sym[tx,a]/$total");
+    b.nest({k, k}, "$pi[tx]=$pi[tx]+$pij[tx,a]");
+    b.nest({k, k}, "$pj[tx]=$pj[tx]+$pij[a,tx]");
+    b.nest({k, k}, fmt::format("$out=$out-max($pij[tx,a],{0})*(log(max($pij[tx,a],{0}))-log(max($pj[a],{0}))"
+                               "-log(max($pi[tx],{0})))",
+                               eps));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    x_out, x_tf_out = F.softmax(t["A"], dim=1), F.softmax(t["C"], dim=1)
+    k = x_out.shape[1]
+    eps = 2.220446049250313e-16
+    p_i_j = (x_out.unsqueeze(2) * x_tf_out.unsqueeze(1)).sum(dim=0)
+    p_i_j = (p_i_j + p_i_j.t()) / 2.
+    p_i_j = p_i_j / p_i_j.sum()
+    p_i = p_i_j.sum(dim=1).view(k, 1).expand(k, k)
+    p_j = p_i_j.sum(dim=0).view(1, k).expand(k, k)
+    p_i_j = torch.where(p_i_j < eps, torch.full_like(p_i_j, eps), p_i_j)
+    p_j = torch.where(p_j < eps, torch.full_like(p_j, eps), p_j)
+    p_i = torch.where(p_i < eps, torch.full_like(p_i, eps), p_i)
+    loss = - p_i_j * (torch.log(p_i_j) - torch.log(p_j) - torch.log(p_i))
+    return {"D": loss.sum()}
+)";
+  return w;
+}
+
+Workload distillation_kl_loss() {
+  Workload w;
+  w.name = "distillation_kl_loss";
+  w.family = "loss";
+  w.params = batch_classes();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), k = hv.at("classes");
+    ProgramBuilder b("distillation_kl_loss");
+    b.input("student", {n, k});
+    b.input("teacher", {n, k});
+    b.output("out", {});
+    b.temp("s");
+    b.temp("t");
+    b.nest({n, k}, "$s[tx,a]=$student[tx,a]/4.0");
+    b.nest({n, k}, "$t[tx,a]=$teacher[tx,a]/4.0");
+    softmax(b, n, k, "$s[tx,a]", "ps");
+    softmax(b, n, k, "$t[tx,a]", "pt");
+    b.temp("kl");
+    b.nest({n, k}, "$kl=$kl+$pt[tx,a]*(log($pt[tx,a])-log($ps[tx,a]))");
+    b.nest({1}, fmt::format("$out=$kl/{}*4.0*4.0", n));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    T = 4.0
+    return {"D": F.kl_div(F.log_softmax(t["A"] / T, dim=1), F.softmax(t["C"] / T, dim=1),
+                          reduction="batchmean") * T * T}
+)";
+  return w;
+}
+
+Workload augmix_jsd_loss() {
+  Workload w;
+  w.name = "augmix_jsd_loss";
+  w.family = "loss";
+  w.params = batch_classes();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), k = hv.at("classes");
+    ProgramBuilder b("augmix_jsd_loss");
+    b.input("clean", {n, k});
+    b.input("aug1", {n, k});
+    b.input("aug2", {n, k});
+    b.output("out", {});
+    softmax(b, n, k, "$clean[tx,a]", "p0");
+    softmax(b, n, k, "$aug1[tx,a]", "p1");
+    softmax(b, n, k, "$aug2[tx,a]", "p2");
+    b.temp("mix");
+    b.nest({n, k}, "$mix[tx,a]=min(max(($p0[tx,a]+$p1[tx,a]+$p2[tx,a])/3.0,1e-07),1)");
+    for (const char* p : {"p0", "p1", "p2"}) {
+      std::string kl = std::string("kl_") + p;
+      b.temp(kl);
+      b.nest({n, k}, fmt::format("${0}=${0}+if_then_else(${1}[tx,a]>0,${1}[tx,a]*(log(${1}[tx,a])-log($mix[tx,a])),0)",
+                                 kl, p));
+    }
+    b.nest({1}, fmt::format("$out=12*($kl_p0/{0}+$kl_p1/{0}+$kl_p2/{0})/3.0", n));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    p_clean, p_aug1, p_aug2 = F.softmax(t["A"], dim=1), F.softmax(t["C"], dim=1), F.softmax(t["D"], dim=1)
+    p_mixture = torch.clamp((p_clean + p_aug1 + p_aug2) / 3., 1e-7, 1).log()
+    return {"E": 12 * (F.kl_div(p_mixture, p_clean, reduction="batchmean") +
+                       F.kl_div(p_mixture, p_aug1, reduction="batchmean") +
+                       F.kl_div(p_mixture, p_aug2, reduction="batchmean")) / 3.}
+)";
+  return w;
+}
+
+Workload ppo_clip_loss() {
+  Workload w;
+  w.name = "ppo_clip_loss";
+  w.family = "loss";
+  w.params = {hp("batch", 1, 1 << 20, {1, 8}, {64, 512}, {4096, 4096})};
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch");
+    ProgramBuilder b("ppo_clip_loss");
+    b.input("newlogprob", {n});
+    b.input("oldlogprob", {n});
+    b.input("adv", {n});
+    b.output("pg_loss", {});
+    for (const char* t : {"logratio", "ratio", "old_kl_sum", "old_approx_kl", "kl_sum", "approx_kl", "clip_sum",
+                          "clipfrac", "pg_sum"})
+      b.temp(t);
+    b.nest({n}, "$logratio[tx]=$newlogprob[tx]-$oldlogprob[tx]");
+    b.nest({n}, "$ratio[tx]=exp($logratio[tx])");
+    // with torch.no_grad(): diagnostics for logging only
+    b.nest({n}, "$old_kl_sum=$old_kl_sum-$logratio[tx]");
+    b.nest({1}, fmt::format("$old_approx_kl=$old_kl_sum/{}", n));
+    b.nest({n}, "$kl_sum=$kl_sum+($ratio[tx]-1-$logratio[tx])");
+    b.nest({1}, fmt::format("$approx_kl=$kl_sum/{}", n));
+    b.nest({n}, "$clip_sum=$clip_sum+if_then_else(abs($ratio[tx]-1.0)>0.2,1.0,0.0)");
+    b.nest({1}, fmt::format("$clipfrac=$clip_sum/{}", n));
+    b.nest({n}, "$pg_sum=$pg_sum+max(-$adv[tx]*$ratio[tx],-$adv[tx]*min(max($ratio[tx],0.8),1.2))");
+    b.nest({1}, fmt::format("$pg_loss=$pg_sum/{}", n));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    logratio = t["A"] - t["C"]
+    ratio = logratio.exp()
+    pg_loss1 = -t["D"] * ratio
+    pg_loss2 = -t["D"] * torch.clamp(ratio, 1 - 0.2, 1 + 0.2)
+    return {"E": torch.max(pg_loss1, pg_loss2).mean()}
+)";
+  return w;
+}
+
+RegisterWorkload reg_logcosh{log_cosh_loss()};
+RegisterWorkload reg_infonce{infonce_loss()};
+RegisterWorkload reg_klnormal{kl_normal_normal()};
+RegisterWorkload reg_iic{iic_loss()};
+RegisterWorkload reg_distill{distillation_kl_loss()};
+RegisterWorkload reg_augmix{augmix_jsd_loss()};
+RegisterWorkload reg_ppo{ppo_clip_loss()};
+
+}  // namespace
+}  // namespace steptp::workloads
