@@ -1,10 +1,12 @@
 // steptp strategy-sweep [--composites N] [--seed S] [--samples K] [--strategy NAME] [--json]
-//                       [--failures]
+//                       [--failures] [--input NAME]...
 // The issue-4 sweep: every registered strategy at every site (≤ K parameter samples per site)
 // of every workload at `tiny` size, N random composites and the 10 examples of ../shared; every
 // result is checked against its input (strategies/equivalence.h). Prints, per strategy: inputs
 // where it applied (and how many distinct named inputs), results, verified, failed, results per
-// exactness class, exact-claim violations, refusals with reasons, exceptions.
+// exactness class, exact-claim violations, refusals with reasons, exceptions. For every strategy
+// that applied to fewer than kListBelow distinct inputs, the table also names those inputs (the
+// JSON rows always carry the full list), so a rare strategy says which programs make it apply.
 // Exit 0 when nothing failed and every strategy applied to ≥ 3 distinct inputs; 1 otherwise.
 #include <iostream>
 #include <map>
@@ -24,6 +26,8 @@
 
 namespace steptp::cli {
 namespace {
+
+constexpr size_t kListBelow = 10;
 
 struct Row {
   int programs = 0, results = 0, verified = 0, failed = 0, refusals = 0, errors = 0, exact_claim_broken = 0;
@@ -62,6 +66,7 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
     int composites = 100, samples = 3;
     uint64_t seed = 0;
     std::string strategy, shared = "../shared";
+    std::vector<std::string> only;
     bool json = false, failures = false, no_examples = false;
   };
   auto o = std::make_shared<Opts>();
@@ -72,10 +77,21 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
   sub.add_option("--strategy", o->strategy, "only this strategy");
   sub.add_option("--shared", o->shared, "the shared data folder (examples/), default ../shared");
   sub.add_flag("--no-examples", o->no_examples, "skip the 10 examples");
+  sub.add_option("--input", o->only, "only these inputs (workload name, compositeN, example:NAME); repeatable");
   sub.add_flag("--json", o->json, "one JSON object per strategy instead of the table");
   sub.add_flag("--failures", o->failures, "print every failing result (stderr)");
   return [o]() -> int {
     auto inputs = sweep_inputs(o->shared, o->composites, o->seed, !o->no_examples);
+    if (!o->only.empty()) {
+      std::set<std::string> wanted(o->only.begin(), o->only.end());
+      for (const auto& in : inputs) wanted.erase(in.name);
+      if (!wanted.empty()) {
+        std::cerr << "strategy-sweep: no input named " << *wanted.begin() << "\n";
+        return 2;
+      }
+      std::set<std::string> keep(o->only.begin(), o->only.end());
+      std::erase_if(inputs, [&](const Input& in) { return !keep.count(in.name); });
+    }
     std::vector<const strategies::Strategy*> ss;
     for (const auto* s : strategies::all_strategies())
       if (o->strategy.empty() || s->name() == o->strategy) ss.push_back(s);
@@ -117,6 +133,8 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
       }
     }
     bool ok = true;
+    int total_results = 0, total_verified = 0, total_failed = 0, total_errors = 0;
+    std::vector<std::string> rare;  // strategies under 3 distinct inputs
     if (!o->json)
       std::cout << fmt::format("{} inputs ({} workloads at tiny, {} composites, examples: {})\n", inputs.size(),
                                workloads::all_workloads().size(), o->composites, o->no_examples ? "no" : "10")
@@ -129,6 +147,11 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
       Row r = s ? rows[std::string(name)] : Row{};
       bool row_ok = s && r.failed == 0 && r.errors == 0 && r.inputs.size() >= 3;
       ok = ok && row_ok;
+      total_results += r.results;
+      total_verified += r.verified;
+      total_failed += r.failed;
+      total_errors += r.errors;
+      if (r.inputs.size() < 3) rare.push_back(std::string(name));
       if (o->json) {
         nlohmann::json j = {{"strategy", name},      {"registered", s != nullptr}, {"programs", r.programs},
                             {"distinct_inputs", r.inputs.size()}, {"results", r.results}, {"verified", r.verified},
@@ -142,7 +165,20 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
                                  r.results, r.verified, r.failed, r.by_class["exact"], r.by_class["reassoc"],
                                  r.by_class["algebraic"], r.exact_claim_broken, r.refusals, r.errors,
                                  row_ok ? "" : "  <-");
+        if (!r.inputs.empty() && r.inputs.size() < kListBelow) {
+          std::string names;
+          for (const auto& n : r.inputs) names += (names.empty() ? "" : ", ") + n;
+          std::cout << "    applies to: " << names << "\n";
+        }
       }
+    }
+    if (!o->json) {
+      std::string under;
+      for (const auto& n : rare) under += " " + n;
+      std::cout << fmt::format("total: {} results, {} verified, {} failed, {} errors; strategies under 3 distinct "
+                               "inputs: {}\n",
+                               total_results, total_verified, total_failed, total_errors,
+                               rare.empty() ? std::string("none") : under.substr(1));
     }
     return ok ? 0 : 1;
   };

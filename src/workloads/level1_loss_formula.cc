@@ -6,16 +6,18 @@
 //   kl_normal_normal      KL(N(mu1, exp(ls1)) || N(mu2, exp(ls2))) summed over the last dim, mean
 //                         over the batch, with torch.distributions' formula
 //                         0.5*(var_ratio + t1 - 1 - log(var_ratio))
-//   iic_loss              the IIC clustering loss (Ji et al. 2019, IID_loss in its PyTorch code):
-//                         -sum P*(log P - log p_j - log p_i) over the symmetrised joint P
-//   distillation_kl_loss  Hinton knowledge distillation, T = 4: T^2 * KL(softmax(t/T) || softmax(s/T)),
-//                         batchmean, with the KL written as p_t*(log p_t - log p_s)
+//   clip_loss             CLIP's symmetric contrastive loss, each cross-entropy as -log(softmax)
+//   nt_xent_loss          SimCLR's NT-Xent over two views, tau = 0.5
 //   augmix_jsd_loss       AugMix's Jensen-Shannon consistency loss (official PyTorch code):
 //                         12 * mean of kl_div(log clamp(mixture, 1e-7, 1), p) over 3 distributions
 //   ppo_clip_loss         CleanRL's PPO clipped policy loss (clip 0.2, no advantage normalisation);
 //                         like CleanRL it also computes the old/new approx_kl and clipfrac
 //                         diagnostics, which the loss does not use
 // Softmaxes are max-shifted (the public translator's softmax). kl_div counts target 0 as 0.
+// Not here on purpose: losses whose scalar is a cancellation near 0 for nearly equal inputs (the
+// IIC mutual information, a KL between two temperature-softened softmaxes): under the verifier's
+// inputs scaled by 1e-3 their value is ~1e-7..1e-15 and ANY rewrite moves it by rounding beyond
+// the f64 tolerance, so no strategy result on them could verify.
 #include <fmt/format.h>
 
 #include "workloads/builder.h"
@@ -71,7 +73,8 @@ Workload infonce_loss() {
   Workload w;
   w.name = "infonce_loss";
   w.family = "loss";
-  w.params = batch_dim();
+  // One sample makes the loss exactly -log(1) = 0; contrastive batches have at least two.
+  w.params = {hp("batch", 2, 4096, {2, 4}, {8, 32}, {128, 128}), hp("dim", 1, 1 << 20, {1, 8}, {64, 512}, {128, 128})};
   w.build = [](const HyperValues& hv) {
     int64_t n = hv.at("batch"), d = hv.at("dim");
     ProgramBuilder b("infonce_loss");
@@ -130,80 +133,86 @@ def reference(t, hp):
   return w;
 }
 
-// IID_loss with lamb = 1 and EPS = sys.float_info.epsilon; x_out, x_tf_out are the softmax
-// heads of two views (their logits are the inputs). The marginals are taken before the clamp.
-Workload iic_loss() {
+// Contrastive losses over L2-normalised embeddings (F.normalize, eps 1e-12): the logits are
+// bounded by 1/tau, so the probabilities never underflow, and with batch >= 2 every -log p is
+// bounded away from 0 (one sample would make every loss exactly 0).
+void normalize_rows(ProgramBuilder& b, int64_t n, int64_t d, const std::string& src, const std::string& norm,
+                    const std::string& dst, int64_t row_offset) {
+  b.nest({n, d}, fmt::format("${0}[tx]=${0}[tx]+${1}[tx,a]**2", norm, src));
+  b.nest({n, d}, fmt::format("${0}[tx{3},a]=${1}[tx,a]/max(sqrt(${2}[tx]),1e-12)", dst, src, norm,
+                             row_offset ? fmt::format("+{}", row_offset) : std::string()));
+}
+
+// CLIP's symmetric loss (open_clip ClipLoss, logit_scale = 1/0.07 as initialised):
+// (cross_entropy(logits, arange) + cross_entropy(logits.T, arange)) / 2, each cross-entropy
+// written as -log of the softmax probability of the matching pair.
+Workload clip_loss() {
   Workload w;
-  w.name = "iic_loss";
+  w.name = "clip_loss";
   w.family = "loss";
-  w.params = batch_classes();
+  w.params = {hp("batch", 2, 4096, {2, 4}, {8, 32}, {128, 128}), hp("dim", 1, 1 << 20, {1, 8}, {64, 512}, {512, 512})};
   w.build = [](const HyperValues& hv) {
-    int64_t n = hv.at("batch"), k = hv.at("classes");
-    const std::string eps = num(2.220446049250313e-16);
-    ProgramBuilder b("iic_loss");
-    b.input("x", {n, k});
-    b.input("x_tf", {n, k});
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    const std::string scale = num(1 / 0.07);
+    ProgramBuilder b("clip_loss");
+    b.input("image", {n, d});
+    b.input("text", {n, d});
     b.output("out", {});
-    softmax(b, n, k, "$x[tx,a]", "z");
-    softmax(b, n, k, "$x_tf[tx,a]", "zt");
-    for (const char* t : {"joint", "sym", "total", "pij", "pi", "pj"}) b.temp(t);
-    b.nest({k, k, n}, "$joint[tx,a]=$joint[tx,a]+$z[c,tx]*$zt[c,a]");
-    b.nest({k, k}, "$sym[tx,a]=($joint[tx,a]+$joint[a,tx])/2.0");
-    b.nest({k, k}, "$total=$total+$sym[tx,a]");
-    b.nest({k, k}, "$pij[tx,a]=$sym[tx,a]/$total");
-    b.nest({k, k}, "$pi[tx]=$pi[tx]+$pij[tx,a]");
-    b.nest({k, k}, "$pj[tx]=$pj[tx]+$pij[a,tx]");
-    b.nest({k, k}, fmt::format("$out=$out-max($pij[tx,a],{0})*(log(max($pij[tx,a],{0}))-log(max($pj[a],{0}))"
-                               "-log(max($pi[tx],{0})))",
-                               eps));
+    for (const char* t : {"ii", "img", "tt", "txt", "logits", "rowsum", "colsum", "p_i2t", "p_t2i", "sum"}) b.temp(t);
+    normalize_rows(b, n, d, "image", "ii", "img", 0);
+    normalize_rows(b, n, d, "text", "tt", "txt", 0);
+    b.nest({n, n, d}, "$logits[tx,a]=$logits[tx,a]+$img[tx,c]*$txt[a,c]");
+    b.nest({n, n}, fmt::format("$rowsum[tx]=$rowsum[tx]+exp({}*$logits[tx,a])", scale));
+    b.nest({n, n}, fmt::format("$colsum[tx]=$colsum[tx]+exp({}*$logits[a,tx])", scale));
+    b.nest({n}, fmt::format("$p_i2t[tx]=exp({}*$logits[tx,tx])/$rowsum[tx]", scale));
+    b.nest({n}, fmt::format("$p_t2i[tx]=exp({}*$logits[tx,tx])/$colsum[tx]", scale));
+    b.nest({n}, "$sum=$sum-(log($p_i2t[tx])+log($p_t2i[tx]))");
+    b.nest({1}, fmt::format("$out=$sum/{}", 2 * n));
     return b.finish();
   };
   w.torch_reference = R"(
 def reference(t, hp):
-    x_out, x_tf_out = F.softmax(t["A"], dim=1), F.softmax(t["C"], dim=1)
-    k = x_out.shape[1]
-    eps = 2.220446049250313e-16
-    p_i_j = (x_out.unsqueeze(2) * x_tf_out.unsqueeze(1)).sum(dim=0)
-    p_i_j = (p_i_j + p_i_j.t()) / 2.
-    p_i_j = p_i_j / p_i_j.sum()
-    p_i = p_i_j.sum(dim=1).view(k, 1).expand(k, k)
-    p_j = p_i_j.sum(dim=0).view(1, k).expand(k, k)
-    p_i_j = torch.where(p_i_j < eps, torch.full_like(p_i_j, eps), p_i_j)
-    p_j = torch.where(p_j < eps, torch.full_like(p_j, eps), p_j)
-    p_i = torch.where(p_i < eps, torch.full_like(p_i, eps), p_i)
-    loss = - p_i_j * (torch.log(p_i_j) - torch.log(p_j) - torch.log(p_i))
-    return {"D": loss.sum()}
+    img, txt = F.normalize(t["A"], dim=-1), F.normalize(t["C"], dim=-1)
+    logits = (1 / 0.07) * img @ txt.t()
+    labels = torch.arange(img.shape[0])
+    return {"D": (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2}
 )";
   return w;
 }
 
-Workload distillation_kl_loss() {
+// SimCLR's NT-Xent (tau 0.5) over the 2N normalised views: every anchor's positive is its other
+// view, its denominator every other row (the diagonal is masked with -inf in the usual code).
+// The two anchors of a pair are summed in one statement: -(log p(a->b) + log p(b->a)).
+Workload nt_xent_loss() {
   Workload w;
-  w.name = "distillation_kl_loss";
+  w.name = "nt_xent_loss";
   w.family = "loss";
-  w.params = batch_classes();
+  w.params = {hp("batch", 2, 4096, {2, 4}, {8, 32}, {256, 256}), hp("dim", 1, 1 << 20, {1, 8}, {64, 512}, {128, 128})};
   w.build = [](const HyperValues& hv) {
-    int64_t n = hv.at("batch"), k = hv.at("classes");
-    ProgramBuilder b("distillation_kl_loss");
-    b.input("student", {n, k});
-    b.input("teacher", {n, k});
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    ProgramBuilder b("nt_xent_loss");
+    b.input("view1", {n, d});
+    b.input("view2", {n, d});
     b.output("out", {});
-    b.temp("s");
-    b.temp("t");
-    b.nest({n, k}, "$s[tx,a]=$student[tx,a]/4.0");
-    b.nest({n, k}, "$t[tx,a]=$teacher[tx,a]/4.0");
-    softmax(b, n, k, "$s[tx,a]", "ps");
-    softmax(b, n, k, "$t[tx,a]", "pt");
-    b.temp("kl");
-    b.nest({n, k}, "$kl=$kl+$pt[tx,a]*(log($pt[tx,a])-log($ps[tx,a]))");
-    b.nest({1}, fmt::format("$out=$kl/{}*4.0*4.0", n));
+    for (const char* t : {"n1", "n2", "z", "sim", "den", "p12", "p21", "sum"}) b.temp(t);
+    normalize_rows(b, n, d, "view1", "n1", "z", 0);
+    normalize_rows(b, n, d, "view2", "n2", "z", n);
+    b.nest({2 * n, 2 * n, d}, "$sim[tx,a]=$sim[tx,a]+$z[tx,c]*$z[a,c]");
+    b.nest({2 * n, 2 * n}, "$den[tx]=$den[tx]+if_then_else(a==tx,0,exp($sim[tx,a]/0.5))");
+    b.nest({n}, fmt::format("$p12[tx]=exp($sim[tx,tx+{0}]/0.5)/$den[tx]", n));
+    b.nest({n}, fmt::format("$p21[tx]=exp($sim[tx+{0},tx]/0.5)/$den[tx+{0}]", n));
+    b.nest({n}, "$sum=$sum-(log($p12[tx])+log($p21[tx]))");
+    b.nest({1}, fmt::format("$out=$sum/{}", 2 * n));
     return b.finish();
   };
   w.torch_reference = R"(
 def reference(t, hp):
-    T = 4.0
-    return {"D": F.kl_div(F.log_softmax(t["A"] / T, dim=1), F.softmax(t["C"] / T, dim=1),
-                          reduction="batchmean") * T * T}
+    n = t["A"].shape[0]
+    z = F.normalize(torch.cat([t["A"], t["C"]]), dim=1)
+    sim = z @ z.t() / 0.5
+    sim.fill_diagonal_(float("-inf"))
+    targets = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)])
+    return {"D": F.cross_entropy(sim, targets)}
 )";
   return w;
 }
@@ -287,8 +296,8 @@ def reference(t, hp):
 RegisterWorkload reg_logcosh{log_cosh_loss()};
 RegisterWorkload reg_infonce{infonce_loss()};
 RegisterWorkload reg_klnormal{kl_normal_normal()};
-RegisterWorkload reg_iic{iic_loss()};
-RegisterWorkload reg_distill{distillation_kl_loss()};
+RegisterWorkload reg_clip{clip_loss()};
+RegisterWorkload reg_ntxent{nt_xent_loss()};
 RegisterWorkload reg_augmix{augmix_jsd_loss()};
 RegisterWorkload reg_ppo{ppo_clip_loss()};
 
