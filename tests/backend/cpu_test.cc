@@ -2,7 +2,10 @@
 // public corpus and the reference interpreter — plus cache, batching, sandbox and determinism.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <thread>
 
 #include "backend/accumulation.h"
 #include "backend/cpu/codegen.h"
@@ -35,13 +38,14 @@ leir::Program parse(const std::string& text) { return leir::program_from_text(te
 
 TEST(CpuBackend, CorpusMatchesStoredPyTorchOutputs) {
   TempDir dir("cpu-corpus");
-  KernelCompiler cc({.cache_dir = dir.path});
+  KernelCompiler cc({.cache_dir = dir.path, .jobs = 2});
   auto cases = testing::corpus_cases();
   ASSERT_EQ(cases.size(), 40u);
   std::vector<leir::Program> programs;
   for (const auto& c : cases) programs.push_back(c.program);
   auto built = build_cpu_programs(programs, {.all_f64 = true}, &cc);
-  EXPECT_EQ(cc.stats().invocations, 1) << "all corpus kernels compile in one compiler invocation";
+  EXPECT_EQ(cc.stats().batches, 1);
+  EXPECT_EQ(cc.stats().invocations, 2) << "the corpus kernels compile in one batch of two compiler processes";
   int agree = 0, noted = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(built[i].program) << cases[i].program.name << ": " << built[i].error;
@@ -89,7 +93,7 @@ TEST(CpuBackend, CacheAndBatching) {
   TempDir dir("cpu-cache");
   auto a = parse("input A: f64[8]\noutput C: f64[8]\nB^{8}_{tx=0}[C^{f64,g}_{tx}=A^{f64,g}_{tx}*3;];");
   auto b = parse("input A: f64[8]\noutput C: f64[8]\nP^{8}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})-7.5;];");
-  KernelCompiler first({.cache_dir = dir.path});
+  KernelCompiler first({.cache_dir = dir.path, .jobs = 1});
   auto r1 = build_cpu_programs({a, b, a}, {}, &first);
   ASSERT_TRUE(r1[0].program && r1[1].program && r1[2].program);
   EXPECT_EQ(first.stats().invocations, 1);
@@ -115,6 +119,111 @@ TEST(CpuBackend, CompilerErrorsAreValuesNotCrashes) {
   EXPECT_NE(r[0].error.find("nope"), std::string::npos);
   ASSERT_TRUE(r[1].kernel);  // the batch failed; the good kernel was retried alone
   EXPECT_EQ(r[1].kernel->fn(nullptr), 0);
+}
+
+// `n` distinct small programs (elementwise, reduction, parallel loop), so their kernels differ.
+std::vector<leir::Program> distinct_programs(int n) {
+  std::vector<leir::Program> ps;
+  for (int i = 0; i < n; ++i)
+    ps.push_back(parse(fmt::format(R"(input A: f64[6,5]
+output D: f64[6]
+output E: f64[6,5]
+B^{{6}}_{{tx=0}}L^{{5}}_{{c=0}}[D^{{f64,g}}_{{tx}}=D^{{f64,g}}_{{tx}}+A^{{f64,g}}_{{tx,c}}*{};];
+P^{{6}}_{{a=0}}L^{{5}}_{{c=0}}[E^{{f64,g}}_{{a,c}}=exp(A^{{f64,g}}_{{a,c}})-{}*D^{{f64,g}}_{{a}};];
+)",
+                                   i + 1, 0.5 * i)));
+  return ps;
+}
+
+TEST(CpuBackend, BatchSplitOverParallelProcessesGivesSameResults) {
+  // The same batch compiled as one translation unit (no PCH) and split over three processes
+  // (with the precompiled prelude): every kernel equals the interpreter either way. A distinct
+  // flag keeps the keys apart (loaded kernels are shared process-wide by key).
+  auto ps = distinct_programs(7);
+  TempDir d1("cpu-split1"), d3("cpu-split3");
+  KernelCompiler one({.cache_dir = d1.path, .jobs = 1, .precompiled_prelude = false});
+  CompilerOptions o3{.cache_dir = d3.path, .jobs = 3};
+  o3.flags.push_back("-DSTEPTP_TEST_SPLIT=3");
+  KernelCompiler three(o3);
+  auto b1 = build_cpu_programs(ps, {}, &one);
+  auto b3 = build_cpu_programs(ps, {}, &three);
+  EXPECT_EQ(one.stats().invocations, 1);
+  EXPECT_EQ(one.stats().pch_builds, 0);
+  EXPECT_EQ(three.stats().invocations, 3);
+  EXPECT_EQ(three.stats().pch_builds, 1);
+  EXPECT_EQ(three.stats().compiled, 7);
+  int gch = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d3.path)) gch += e.path().extension() == ".gch";
+  EXPECT_EQ(gch, 1);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(b1[i].program && b3[i].program) << b1[i].error << b3[i].error;
+    EXPECT_NE(b1[i].program->kernel().key, b3[i].program->kernel().key);
+    auto in = interp::generate_inputs(ps[i], 11);
+    auto want = interp::run_program(ps[i], in);
+    EXPECT_EQ(compare_values(b1[i].program->run(in), want, kAtolF64, kRtolF64), "") << i;
+    EXPECT_EQ(compare_values(b3[i].program->run(in), want, kAtolF64, kRtolF64), "") << i;
+  }
+  // A second compiler on the same cache reuses the kernels and the PCH.
+  KernelCompiler again(o3);
+  auto more = distinct_programs(9);
+  auto b = build_cpu_programs(more, {}, &again);
+  for (size_t i = 0; i < more.size(); ++i) ASSERT_TRUE(b[i].program) << b[i].error;
+  EXPECT_EQ(again.stats().pch_builds, 0);
+  EXPECT_EQ(again.stats().compiled, 2);
+  EXPECT_EQ(again.stats().invocations, 2);  // two missing kernels: two chunks of one
+}
+
+TEST(CpuBackend, ErrorInOneChunkIsAttributedToItsKernel) {
+  TempDir dir("cpu-chunk-err");
+  KernelCompiler cc({.cache_dir = dir.path, .jobs = 2});
+  auto fn = [](const std::string& body) {
+    return std::string("extern \"C\" int ") + std::string(kSymbolPlaceholder) + "(void* const*) { " + body + " }";
+  };
+  auto r = cc.compile({fn("return 1;"), fn("return undeclared_name;"), fn("return 2 + 1;"), fn("return 4 * 1 + 0;")});
+  // Two chunks of two; the failing one is retried kernel by kernel.
+  EXPECT_EQ(cc.stats().invocations, 4);
+  EXPECT_EQ(cc.stats().compiled, 3);
+  ASSERT_FALSE(r[1].kernel);
+  EXPECT_NE(r[1].error.find("undeclared_name"), std::string::npos) << r[1].error;
+  int want[] = {1, 0, 3, 4};
+  for (int i : {0, 2, 3}) {
+    ASSERT_TRUE(r[i].kernel) << i << ": " << r[i].error;
+    EXPECT_EQ(r[i].error, "");
+    EXPECT_EQ(r[i].kernel->fn(nullptr), want[i]);
+  }
+}
+
+TEST(CpuBackend, ConcurrentCompilersShareOneCache) {
+  // Two compilers (as two processes would) fill one cache with the same kernels at once: both
+  // get working kernels, and the cache ends with one object per kernel and one PCH.
+  TempDir dir("cpu-concurrent");
+  CompilerOptions o{.cache_dir = dir.path, .jobs = 2};
+  o.flags.push_back("-DSTEPTP_TEST_CONCURRENT=1");
+  auto ps = distinct_programs(4);
+  std::vector<CpuBuildResult> r1, r2;
+  {
+    KernelCompiler c1(o), c2(o);
+    std::thread t1([&] { r1 = build_cpu_programs(ps, {}, &c1); });
+    std::thread t2([&] { r2 = build_cpu_programs(ps, {}, &c2); });
+    t1.join();
+    t2.join();
+  }
+  int so = 0, gch = 0, tmp = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) {
+    so += e.path().extension() == ".so" && e.path().filename().string().rfind("tmp-", 0) != 0;
+    gch += e.path().extension() == ".gch";
+    tmp += e.path().filename().string().rfind("tmp-", 0) == 0;
+  }
+  EXPECT_EQ(so, 4);
+  EXPECT_EQ(gch, 1);
+  EXPECT_EQ(tmp, 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(r1[i].program && r2[i].program) << r1[i].error << r2[i].error;
+    auto in = interp::generate_inputs(ps[i], 5);
+    auto want = interp::run_program(ps[i], in);
+    EXPECT_EQ(compare_values(r1[i].program->run(in), want, kAtolF64, kRtolF64), "");
+    EXPECT_EQ(compare_values(r2[i].program->run(in), want, kAtolF64, kRtolF64), "");
+  }
 }
 
 TEST(CpuBackend, AccumulationIdentityOnlyForUnsetElements) {

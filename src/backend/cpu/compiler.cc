@@ -9,12 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "backend/cpu/codegen.h"
 
@@ -40,8 +42,8 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// Runs argv, stdout+stderr to `log`; returns the exit status (-1 when it could not start).
-int run_process(const std::vector<std::string>& argv, const std::string& log) {
+// Starts argv with stdout+stderr to `log`; returns the pid, or -1 when it could not start.
+pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -52,12 +54,32 @@ int run_process(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid;
   int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  return rc == 0 ? pid : -1;
+}
+
+// Waits for one child started by spawn_process (by pid: other children of the process, e.g.
+// sandboxes, are left alone); returns its exit status, -1 when it never started.
+int wait_process(pid_t pid) {
+  if (pid < 0) return -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return -1;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run_process(const std::vector<std::string>& argv, const std::string& log) {
+  return wait_process(spawn_process(argv, log));
+}
+
+void write_file_atomically(const std::string& path, const std::string& tmp, std::string_view data) {
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << data;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
 }
 
 std::string default_cache_dir() {
@@ -137,46 +159,100 @@ std::optional<LoadedKernel> KernelCompiler::load(const std::string& key, std::st
   return k;
 }
 
-bool KernelCompiler::build(const std::vector<std::pair<std::string, std::string>>& keyed, std::string* error) {
-  std::string tu(cpu_prelude());
-  for (const auto& [key, code] : keyed) {
-    std::string c = code;
-    std::string sym = "steptp_k_" + key;
-    for (size_t pos = c.find(kSymbolPlaceholder); pos != std::string::npos; pos = c.find(kSymbolPlaceholder, pos))
-      c.replace(pos, kSymbolPlaceholder.size(), sym);
-    tu += c;
-  }
-  std::string src = unique_tmp(dir_, ".cc");
-  std::string so = unique_tmp(dir_, ".so");
-  std::string log = unique_tmp(dir_, ".log");
-  {
-    std::ofstream out(src, std::ios::binary);
-    out << tu;
-  }
-  std::vector<std::string> argv{o_.compiler};
-  for (const auto& f : o_.flags) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", so, src});
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.invocations;
-  }
-  int rc = run_process(argv, log);
+int KernelCompiler::jobs() const {
+  if (o_.jobs > 0) return o_.jobs;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::string KernelCompiler::prelude_header() {
+  std::lock_guard lock(pch_mu_);
+  if (pch_tried_) return pch_header_;
+  pch_tried_ = true;
+  // Only GCC reads X.h.gch for `-include X.h` (and validates it, falling back to X.h).
+  if (!o_.precompiled_prelude || identity_.find("Free Software Foundation") == std::string::npos) return "";
+  std::string header = fmt::format("{}/prelude-{}.h", dir_, content_hash(identity_));
+  std::string gch = header + ".gch";
   std::error_code ec;
-  if (rc != 0) {
-    if (error) {
-      *error = read_file(log);
-      if (error->size() > 8000) error->resize(8000);
-      if (rc < 0) *error = fmt::format("could not start compiler '{}'", o_.compiler);
+  if (!fs::exists(header, ec)) write_file_atomically(header, unique_tmp(dir_, ".h"), cpu_prelude());
+  if (!fs::exists(gch, ec)) {
+    // Compiled from a private copy, then renamed into place: a concurrent process either sees
+    // no .gch (and builds its own or uses the text) or a complete one.
+    std::string tmp_h = unique_tmp(dir_, ".h");
+    std::string tmp_gch = tmp_h + ".gch";
+    std::string log = unique_tmp(dir_, ".log");
+    write_file_atomically(tmp_h, unique_tmp(dir_, ".tmp"), cpu_prelude());
+    std::vector<std::string> argv{o_.compiler};
+    for (const auto& f : o_.flags)
+      if (f != "-shared") argv.push_back(f);
+    argv.insert(argv.end(), {"-x", "c++-header", "-o", tmp_gch, tmp_h});
+    int rc = run_process(argv, log);
+    {
+      std::lock_guard l2(mu_);
+      ++stats_.pch_builds;
     }
-    fs::remove(src, ec), fs::remove(so, ec), fs::remove(log, ec);
-    return false;
+    if (rc == 0) fs::rename(tmp_gch, gch, ec);
+    fs::remove(tmp_h, ec), fs::remove(tmp_gch, ec), fs::remove(log, ec);
+    if (rc != 0 || !fs::exists(gch, ec)) return "";
   }
-  for (const auto& [key, code] : keyed) {
-    std::string dst = fmt::format("{}/{}.so", dir_, key);
-    if (link(so.c_str(), dst.c_str()) != 0 && errno != EEXIST) fs::copy_file(so, dst, fs::copy_options::skip_existing, ec);
+  return pch_header_ = header;
+}
+
+std::vector<std::string> KernelCompiler::build(const std::vector<Keyed>& chunks) {
+  struct Job {
+    std::string src, so, log;
+    pid_t pid = -1;
+  };
+  const std::string header = prelude_header();
+  std::vector<std::string> errors(chunks.size());
+  std::vector<Job> procs(chunks.size());
+  auto finish = [&](size_t i) {
+    Job& j = procs[i];
+    int rc = wait_process(j.pid);
+    std::error_code ec;
+    if (rc != 0) {
+      errors[i] = rc < 0 ? fmt::format("could not start compiler '{}'", o_.compiler) : read_file(j.log);
+      if (errors[i].empty()) errors[i] = fmt::format("compiler exited with status {}", rc);
+      if (errors[i].size() > 8000) errors[i].resize(8000);
+    } else {
+      for (const auto& [key, code] : chunks[i]) {
+        std::string dst = fmt::format("{}/{}.so", dir_, key);
+        if (link(j.so.c_str(), dst.c_str()) != 0 && errno != EEXIST)
+          fs::copy_file(j.so, dst, fs::copy_options::skip_existing, ec);
+      }
+    }
+    fs::remove(j.src, ec), fs::remove(j.so, ec), fs::remove(j.log, ec);
+  };
+  const size_t width = static_cast<size_t>(jobs());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i >= width) finish(i - width);  // keep at most `width` compilers running
+    std::string tu = header.empty() ? std::string(cpu_prelude()) : std::string();
+    for (const auto& [key, code] : chunks[i]) {
+      std::string c = code;
+      std::string sym = "steptp_k_" + key;
+      for (size_t pos = c.find(kSymbolPlaceholder); pos != std::string::npos; pos = c.find(kSymbolPlaceholder, pos))
+        c.replace(pos, kSymbolPlaceholder.size(), sym);
+      tu += c;
+    }
+    Job& j = procs[i];
+    j.src = unique_tmp(dir_, ".cc");
+    j.so = unique_tmp(dir_, ".so");
+    j.log = unique_tmp(dir_, ".log");
+    {
+      std::ofstream out(j.src, std::ios::binary);
+      out << tu;
+    }
+    std::vector<std::string> argv{o_.compiler};
+    for (const auto& f : o_.flags) argv.push_back(f);
+    if (!header.empty()) argv.insert(argv.end(), {"-include", header});
+    argv.insert(argv.end(), {"-o", j.so, j.src});
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.invocations;
+    }
+    j.pid = spawn_process(argv, j.log);
   }
-  fs::remove(src, ec), fs::remove(so, ec), fs::remove(log, ec);
-  return true;
+  for (size_t i = chunks.size() > width ? chunks.size() - width : 0; i < chunks.size(); ++i) finish(i);
+  return errors;
 }
 
 std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string>& codes) {
@@ -209,20 +285,33 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
   }
   std::map<std::string, std::string> errors;
   if (!missing.empty()) {
-    std::vector<std::pair<std::string, std::string>> batch(missing.begin(), missing.end());
-    std::string err;
-    if (!build(batch, &err)) {
-      if (batch.size() == 1) {
-        errors[batch[0].first] = err;
-      } else {
-        for (const auto& kc : batch) {
-          std::string e1;
-          if (!build({kc}, &e1)) errors[kc.first] = e1;
-        }
-      }
+    // Chunks balanced by code size: largest kernel first into the currently smallest chunk
+    // (ties by key, so the split is deterministic).
+    std::vector<std::pair<std::string, std::string>> order(missing.begin(), missing.end());
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    std::vector<Keyed> chunks(std::min(order.size(), static_cast<size_t>(jobs())));
+    std::vector<size_t> chunk_bytes(chunks.size(), 0);
+    for (auto& kc : order) {
+      size_t c = std::min_element(chunk_bytes.begin(), chunk_bytes.end()) - chunk_bytes.begin();
+      chunk_bytes[c] += kc.second.size();
+      chunks[c].push_back(std::move(kc));
     }
+    auto chunk_errors = build(chunks);
+    // A failed chunk of several kernels: compile each alone to find whose error it is.
+    std::vector<Keyed> singles;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      if (chunk_errors[c].empty()) continue;
+      if (chunks[c].size() == 1) errors[chunks[c][0].first] = chunk_errors[c];
+      else
+        for (const auto& kc : chunks[c]) singles.push_back({kc});
+    }
+    auto single_errors = build(singles);
+    for (size_t s = 0; s < singles.size(); ++s)
+      if (!single_errors[s].empty()) errors[singles[s][0].first] = single_errors[s];
     std::lock_guard lock(mu_);
-    stats_.compiled += static_cast<int>(batch.size() - errors.size());
+    ++stats_.batches;
+    stats_.compiled += static_cast<int>(missing.size() - errors.size());
   }
   for (size_t i = 0; i < codes.size(); ++i) {
     if (results[i].kernel) continue;

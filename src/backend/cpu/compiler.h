@@ -2,10 +2,16 @@
 // content-addressed disk cache.
 //
 // Key = hash(compiler identity, flags, prelude, kernel code). A kernel's object lives at
-// CACHE/<key>.so; the symbol is steptp_k_<key>. Kernels missing from the cache are compiled
-// together: one translation unit, one compiler invocation, one shared object, hard-linked under
-// each key (so later runs find each kernel alone). Writes go through temporary names and
-// rename/link, so concurrent processes sharing a cache never see half-written files.
+// CACHE/<key>.so; the symbol is steptp_k_<key>. Kernels missing from the cache are compiled in
+// batches: they are split into at most `jobs` chunks, each chunk one translation unit, one
+// compiler process and one shared object, hard-linked under each of its keys (so later runs find
+// each kernel alone); the chunks' processes run in parallel. With GCC the prelude is also
+// precompiled once per cache dir and identity (CACHE/prelude-<hash>.h.gch, used through
+// -include): parsing the standard headers the prelude includes is most of the cost of a small
+// translation unit. GCC checks a PCH against the options and falls back to the textual header
+// beside it when the PCH does not fit, so the PCH never changes what a kernel means; the key
+// therefore does not depend on it. Writes go through temporary names and rename/link, so
+// concurrent processes sharing a cache never see half-written files.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +32,11 @@ struct CompilerOptions {
                                     "-std=c++17"};
   // Empty: $STEPTP_CACHE_DIR, else ~/.cache/steptp/kernels.
   std::string cache_dir;
+  // Compiler processes run at once for one batch (and chunks a batch is split into);
+  // 0: std::thread::hardware_concurrency().
+  int jobs = 0;
+  // Precompile the prelude (GCC only; other compilers get the prelude as text).
+  bool precompiled_prelude = true;
 };
 
 using KernelFn = int (*)(void* const* args);
@@ -43,7 +54,9 @@ struct CompileResult {
 };
 
 struct CompilerStats {
-  int invocations = 0;  // compiler processes started
+  int invocations = 0;  // compiler processes started for kernels (not counting the PCH)
+  int batches = 0;      // compile() calls that had kernels to compile
+  int pch_builds = 0;   // prelude precompilations (at most one per compiler, 0 when cached)
   int compiled = 0;     // kernels compiled
   int disk_hits = 0;    // kernels found in the disk cache
   int memory_hits = 0;  // kernels already loaded in this process
@@ -54,8 +67,8 @@ class KernelCompiler {
   explicit KernelCompiler(CompilerOptions o = {});
 
   // `codes` are kernel definitions naming their function kSymbolPlaceholder (codegen.h).
-  // Compiles every missing one in a single compiler invocation (retrying one by one only when
-  // the batch fails, so each error is attributed to its kernel).
+  // Compiles the missing ones in at most `jobs` parallel compiler processes (retrying the kernels
+  // of a failed chunk one by one, so each error is attributed to its kernel).
   std::vector<CompileResult> compile(const std::vector<std::string>& codes);
   CompileResult compile_one(const std::string& code) { return compile({code}).front(); }
 
@@ -64,7 +77,13 @@ class KernelCompiler {
   std::string key_of(const std::string& code) const;
 
  private:
-  bool build(const std::vector<std::pair<std::string, std::string>>& keyed, std::string* error);
+  using Keyed = std::vector<std::pair<std::string, std::string>>;  // (key, code)
+  // Compiles each chunk into its own shared object, up to jobs() processes at once; returns, per
+  // chunk, "" on success or the diagnostics.
+  std::vector<std::string> build(const std::vector<Keyed>& chunks);
+  // Path of the header to -include (its .gch beside it), or "" to put the prelude in the TU.
+  std::string prelude_header();
+  int jobs() const;
   std::optional<LoadedKernel> load(const std::string& key, std::string* error);
 
   CompilerOptions o_;
@@ -72,6 +91,9 @@ class KernelCompiler {
   std::string identity_;  // compiler version + flags + prelude: part of every key
   mutable std::mutex mu_;
   CompilerStats stats_;
+  std::mutex pch_mu_;
+  bool pch_tried_ = false;
+  std::string pch_header_;
 };
 
 // Process-wide default compiler (cache dir from the environment).
