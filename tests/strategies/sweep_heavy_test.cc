@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cstdio>
+#include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -57,10 +59,12 @@ TEST(Composition, FiveHundredSequencesOfFiveVerify) {
     }
   }
   const auto& strategies = all_strategies();
+  std::set<std::string> used;  // strategies that took part in some sequence
   for (uint64_t seq = 0; seq < 500; ++seq) {
     const auto& start = starts[mix_seed(seq, 99) % starts.size()];
     leir::Program cur = start;
     std::string trail;
+    int applied = 0;
     for (int step = 0; step < 5; ++step) {
       for (size_t k : choose_indices(strategies.size(), strategies.size(), mix_seed(seq, step))) {
         std::optional<Candidate> c;
@@ -71,13 +75,20 @@ TEST(Composition, FiveHundredSequencesOfFiveVerify) {
         }
         if (!c) continue;
         trail += std::string(strategies[k]->name()) + " ";
+        ++applied;
+        used.insert(std::string(strategies[k]->name()));
         cur = std::move(c->program);
         break;
       }
     }
+    // Every step finds some applicable strategy (something always applies to a program), so
+    // each sequence really is five strategies long.
+    EXPECT_EQ(applied, 5) << start.name << ": only " << trail;
     auto eq = testing::check_equivalent(start, cur);
     EXPECT_TRUE(eq.ok) << start.name << " after " << trail << ": " << eq.message << "\n" << leir::print_body(cur.body);
   }
+  std::cout << "500 sequences of 5 strategies verified; " << used.size() << " distinct strategies took part\n";
+  EXPECT_GE(used.size(), 30u);
 }
 
 }  // namespace
