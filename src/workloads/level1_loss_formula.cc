@@ -10,6 +10,7 @@
 //   nt_xent_loss          SimCLR's NT-Xent over two views, tau = 0.5
 //   augmix_jsd_loss       AugMix's Jensen-Shannon consistency loss (official PyTorch code):
 //                         12 * mean of kl_div(log clamp(mixture, 1e-7, 1), p) over 3 distributions
+//   normal_log_prob       Normal(loc, var.sqrt()).log_prob(value), element-wise
 //   ppo_clip_loss         CleanRL's PPO clipped policy loss (clip 0.2, no advantage normalisation);
 //                         like CleanRL it also computes the old/new approx_kl and clipfrac
 //                         diagnostics, which the loss does not use
@@ -254,6 +255,33 @@ def reference(t, hp):
   return w;
 }
 
+// Normal(loc, var.sqrt()).log_prob(value), element-wise: torch.distributions' formula
+// -(value-loc)**2/(2*var) - log(scale) - log(sqrt(2*pi)) with scale = sqrt(var) fused into the
+// log (log(sqrt(var))). A negative variance input gives NaN in both.
+Workload normal_log_prob() {
+  Workload w;
+  w.name = "normal_log_prob";
+  w.family = "loss";
+  w.params = batch_dim();
+  w.build = [](const HyperValues& hv) {
+    int64_t n = hv.at("batch"), d = hv.at("dim");
+    ProgramBuilder b("normal_log_prob");
+    b.input("value", {n, d});
+    b.input("loc", {n, d});
+    b.input("var", {n, d});
+    b.output("out", {n, d});
+    b.nest({n, d}, fmt::format("$out[tx,a]=-($value[tx,a]-$loc[tx,a])**2/(2*$var[tx,a])-log(sqrt($var[tx,a]))-{}",
+                               num(0.9189385332046727)));
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    D = torch.distributions
+    return {"E": D.Normal(t["C"], t["D"].sqrt(), validate_args=False).log_prob(t["A"])}
+)";
+  return w;
+}
+
 Workload ppo_clip_loss() {
   Workload w;
   w.name = "ppo_clip_loss";
@@ -300,6 +328,7 @@ RegisterWorkload reg_clip{clip_loss()};
 RegisterWorkload reg_ntxent{nt_xent_loss()};
 RegisterWorkload reg_augmix{augmix_jsd_loss()};
 RegisterWorkload reg_ppo{ppo_clip_loss()};
+RegisterWorkload reg_normal_lp{normal_log_prob()};
 
 }  // namespace
 }  // namespace steptp::workloads

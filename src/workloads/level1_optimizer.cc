@@ -1,4 +1,4 @@
-// Level 1, optimizer steps: one step of torch.optim.Adam, AdamW and RMSprop (PyTorch defaults,
+// Level 1, optimizer steps: one step of torch.optim.Adam, AdamW, RMSprop and Adagrad (defaults,
 // single-tensor implementation, foreach=False) on a [rows, cols] parameter, given its gradient
 // and the optimizer state. Outputs: the updated parameter and the updated state.
 //
@@ -100,9 +100,41 @@ def reference(t, hp):
   return w;
 }
 
+// Adagrad (lr 1e-2, no lr decay, eps 1e-10): state_sum.addcmul_(g, g, value=1);
+// param.addcdiv_(g, sqrt(state_sum)+eps, value=-lr).
+Workload adagrad() {
+  Workload w;
+  w.name = "adagrad_step";
+  w.family = "optimizer";
+  w.params = tensor_params();
+  w.build = [](const HyperValues& hv) {
+    int64_t r = hv.at("rows"), c = hv.at("cols");
+    ProgramBuilder b("adagrad_step");
+    b.input("p", {r, c});
+    b.input("g", {r, c});
+    b.input("sum", {r, c});
+    b.output("p1", {r, c});
+    b.output("sum1", {r, c});
+    b.nest({r, c}, "$sum1[tx,a]=$sum[tx,a]+$g[tx,a]*$g[tx,a];"
+                   "$p1[tx,a]=$p[tx,a]-0.01*($g[tx,a]/(sqrt($sum1[tx,a])+1e-10))");
+    return b.finish();
+  };
+  w.torch_reference = R"(
+def reference(t, hp):
+    p = torch.nn.Parameter(t["A"].clone())
+    p.grad = t["C"].clone()
+    opt = torch.optim.Adagrad([p], lr=1e-2, eps=1e-10, foreach=False)
+    opt.state[p] = {"step": torch.tensor(0.0), "sum": t["D"].clone()}
+    opt.step()
+    return {"E": p.detach(), "F": opt.state[p]["sum"]}
+)";
+  return w;
+}
+
 RegisterWorkload reg_adam{adam(false)};
 RegisterWorkload reg_adamw{adam(true)};
 RegisterWorkload reg_rmsprop{rmsprop()};
+RegisterWorkload reg_adagrad{adagrad()};
 
 }  // namespace
 }  // namespace steptp::workloads
