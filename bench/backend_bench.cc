@@ -9,6 +9,8 @@
 //                               candidate (lower+compile+load vs bind+run+outputs, wall) and
 //                               compiler_cpu_ms (CPU time of the compiler processes per
 //                               candidate: independent of the machine's load).
+//      BM_CandidatesUncachedSerial/N: the same with one compiler process per batch and no
+//                               precompiled prelude (the compiler before those two changes).
 //      BM_CandidatesCached/N:   the same N programs again (kernels already loaded: lower + hash +
 //                               run only). Target on 2 cores: >= 10 candidates/s for tiny programs.
 // 2. BM_Gemm512_f32: a 512x512x512 f32 GEMM as the naive public-style LEIR, and after a sequence
@@ -81,9 +83,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void BM_CandidatesUncached(benchmark::State& state) {
+void candidates_uncached(benchmark::State& state, bool serial) {
   const int n = static_cast<int>(state.range(0));
-  backend::cpu::KernelCompiler cc({.cache_dir = temp_cache("uncached")});
+  backend::cpu::KernelCompiler cc(serial ? backend::cpu::CompilerOptions{.cache_dir = temp_cache("serial"), .jobs = 1,
+                                                                         .precompiled_prelude = false}
+                                         : backend::cpu::CompilerOptions{.cache_dir = temp_cache("uncached")});
   backend::cpu::build_cpu_programs({tiny_candidate(-1000 - n)}, {}, &cc);  // builds the PCH
   const int invocations0 = cc.stats().invocations;
   double compile_ms = 0, run_ms = 0;
@@ -108,7 +112,11 @@ void BM_CandidatesUncached(benchmark::State& state) {
   state.counters["run_ms"] = run_ms / cands;
   state.counters["compiler_cpu_ms"] = (children_cpu_ms() - cpu0) / cands;
 }
+void BM_CandidatesUncached(benchmark::State& state) { candidates_uncached(state, false); }
 BENCHMARK(BM_CandidatesUncached)->Arg(1)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+// The compiler as it was before batches were split: one process, prelude parsed as text.
+void BM_CandidatesUncachedSerial(benchmark::State& state) { candidates_uncached(state, true); }
+BENCHMARK(BM_CandidatesUncachedSerial)->Arg(1)->Arg(32)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_CandidatesCached(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
