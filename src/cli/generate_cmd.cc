@@ -40,6 +40,18 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--trivial-keep", o->trivial_keep, "keep probability of trivially applicable strategies")->capture_default_str();
   sub.add_option("--multi-answer-max", o->multi_answer_max, "answers per multi-answer record")->capture_default_str();
   sub.add_option("--eval-fraction", o->eval_fraction, "share of workload families held out for eval")->capture_default_str();
+  auto cost = std::make_shared<std::string>("measured");
+  sub.add_option("--cost", *cost,
+                 "measured: time every exported step on the CPU backend vs its parent and the root "
+                 "(interleaved; facts kept in the measurement store); model: analytic cost model only")
+      ->capture_default_str();
+  sub.add_option("--measure-min-time", o->measure_min_time, "seconds per interleaved comparison")->capture_default_str();
+  sub.add_option("--measure-threads", o->measure_threads, "OpenMP threads of timed kernels")->capture_default_str();
+  sub.add_option("--improve-threshold", o->improve_threshold,
+                 "measured speedup over the parent from which a step is labelled improving")->capture_default_str();
+  sub.add_option("--measurements", o->measurements,
+                 "measurement store (SQLite; default OUT/measurements.sqlite): runs given the same store "
+                 "write identical bytes");
   sub.add_option("--stop-after", o->stop_after, "testing: stop after N finished roots (resume later)");
   sub.add_flag("--json", *json_out, "print a JSON summary");
   return [=]() -> int {
@@ -53,6 +65,12 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
     else if (*mode == "beam") o->mode = search::Mode::Beam;
     else {
       std::cerr << "steptp generate: --search must be greedy or beam (got '" << *mode << "')\n";
+      return 2;
+    }
+    if (*cost == "measured") o->measured = true;
+    else if (*cost == "model") o->measured = false;
+    else {
+      std::cerr << "steptp generate: --cost must be measured or model (got '" << *cost << "')\n";
       return 2;
     }
     o->progress = isatty(2) != 0;
@@ -77,8 +95,9 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                         {"eval", s.eval}, {"single", s.single}, {"multi", s.multi},
                         {"strategies_covered", s.strategies_covered}, {"wall_s", s.wall_s},
                         {"records_per_minute", rpm},
+                        {"comparisons_measured", s.pairs_measured}, {"comparisons_reused", s.pairs_reused},
                         {"breakdown_s", {{"search", s.search_s}, {"verify", s.verify_s}, {"cost_model", s.cost_s},
-                                         {"compile", 0}, {"measure", 0}, {"export", s.export_s}}}};
+                                         {"compile", s.compile_s}, {"measure", s.measure_s}, {"export", s.export_s}}}};
     if (*json_out) std::cout << j.dump() << "\n";
     else
       std::cout << fmt::format("{} records ({} train, {} eval; {} multi-answer) from {} programs, {} of 43 strategies, "

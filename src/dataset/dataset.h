@@ -42,6 +42,14 @@ struct GenerateOptions {
   double trivial_keep = 0.5;         // keep probability of trivially applicable strategies
   int multi_answer_max = 3;          // answers per multi-answer record (>= 2 distinct strategies)
   double eval_fraction = 0.2;        // share of workload families held out for eval
+  // Cost of records (dataset/measurement.h). measured: every record is timed on the CPU backend
+  // against its parent and the root (interleaved; kept in the measurement store); false: the
+  // analytic model only (fully deterministic, no timing).
+  bool measured = true;
+  double measure_min_time = 0.003;  // seconds per interleaved comparison (at least 5 rounds)
+  int measure_threads = 1;          // OpenMP threads of timed kernels (1: --jobs workers do not fight)
+  double improve_threshold = 1.05;  // measured speedup vs parent from which a step is "improving"
+  std::string measurements;         // measurement store (SQLite); empty = OUT/measurements.sqlite
   // Testing: stop (exit without export) after this many roots were finished in this run.
   int stop_after = -1;
   bool progress = false;             // progress line on stderr (TTY only; caller decides)
@@ -61,6 +69,8 @@ struct GenerateSummary {
   int train = 0, eval = 0, steps = 0, single = 0, multi = 0;
   int strategies_covered = 0;
   double wall_s = 0, search_s = 0, verify_s = 0, cost_s = 0, export_s = 0;
+  double compile_s = 0, measure_s = 0;             // CPU measurement (summed over roots)
+  int pairs_measured = 0, pairs_reused = 0;        // comparisons timed now / taken from the store
   nlohmann::json stats;  // stats.json contents
 };
 

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "dataset/dataset.h"
+#include "dataset/measurement.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
@@ -61,12 +62,18 @@ json options_json(const GenerateOptions& o) {
           {"per_strategy_per_state", o.per_strategy_per_state},
           {"trivial_keep", o.trivial_keep},
           {"multi_answer_max", o.multi_answer_max},
-          {"eval_fraction", o.eval_fraction}};
+          {"eval_fraction", o.eval_fraction},
+          {"cost", o.measured ? "measured" : "model"},
+          {"measure_min_time", o.measure_min_time},
+          {"measure_threads", o.measure_threads},
+          {"improve_threshold", o.improve_threshold}};
 }
 
 // Options that change the raw per-root records (the checkpoint is only valid for these).
 std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<Root>& roots) {
   json j = options_json(o);
+  // Measurement happens after filtering (dataset/measurement.h): not part of the raw records.
+  for (const char* k : {"cost", "measure_min_time", "measure_threads", "improve_threshold"}) j.erase(k);
   std::string s = j.dump() + kVersion;
   for (const auto& r : roots) s += r.key + search::hex64(search::program_hash(r.program));
   return search::hex64(fnv(s));
@@ -87,6 +94,9 @@ void validate(const GenerateOptions& o) {
   if (o.eval_fraction < 0 || o.eval_fraction >= 1) bad("--eval-fraction must be in [0, 1)");
   if (o.per_strategy_per_state < 1 || o.non_improving_per_state < 0) bad("per-state limits must be >= 1 / >= 0");
   if (o.multi_answer_max < 2) bad("--multi-answer-max must be >= 2");
+  if (!(o.measure_min_time >= 0 && o.measure_min_time <= 10)) bad("--measure-min-time must be in [0, 10] seconds");
+  if (o.measure_threads < 1 || o.measure_threads > 1024) bad("--measure-threads must be in [1, 1024]");
+  if (!(o.improve_threshold > 0)) bad("--improve-threshold must be > 0");
   if (!o.input.empty() && !fs::exists(o.input)) bad("cannot read --input " + o.input);
 }
 
@@ -418,6 +428,17 @@ GenerateSummary generate(const GenerateOptions& o) {
     }
   }
 
+  // ---- measure the kept records on the CPU backend (dataset/measurement.h) ----
+  MeasureSummary meas;
+  if (o.measured) {
+    meas = measure_kept(recs, keep, o);
+    if (meas.dropped_records) drops["measure_failed"] = meas.dropped_records;
+    sum.compile_s = meas.compile_s;
+    sum.measure_s = meas.measure_s;
+    sum.pairs_measured = meas.measured;
+    sum.pairs_reused = meas.reused;
+  }
+
   // ---- export ----
   tokenizer::BpeTokenizer tok = tokenizer::BpeTokenizer::load(tokenizer::default_qwen3_path());
   std::string train, eval, steps;
@@ -477,7 +498,10 @@ GenerateSummary generate(const GenerateOptions& o) {
                 {"verification_classes", classes},
                 {"exactness", exactness},
                 {"labels", labels},
-                {"speedup_measured", false},
+                {"speedup_measured", o.measured},
+                {"measurement", {{"comparisons", meas.pairs}, {"failed", meas.failed},
+                                 {"dropped_records", meas.dropped_records},
+                                 {"dropped_answers", meas.dropped_answers}}},
                 {"speedup_vs_parent", quantiles(sp_parent)},
                 {"speedup_vs_root", quantiles(sp_root)},
                 {"filter_drops", drops},
@@ -496,7 +520,7 @@ GenerateSummary generate(const GenerateOptions& o) {
   json manifest = {{"tool", kVersion},
                    {"strategies_registered", strategies::all_strategies().size()},
                    {"workloads_registered", workloads::all_workloads().size()},
-                   {"cost", {{"measured", false}, {"model", "analytic: flops + bytes/4 + local/4, / parallel (<=16) / vector (<=4)"}}},
+                   {"cost", measurement_json(o)},
                    {"options", options_json(o)},
                    {"seed", o.seed},
                    {"inputs", inputs},

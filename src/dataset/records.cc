@@ -293,7 +293,8 @@ std::string make_cot(const json& rec) {
       firstc = false;
       c += s["strategy"].get<std::string>() + " " + s["params"].dump();
     }
-    c += ". Modelled speedup of the current program over the root: " + num(rec["parent_speedup_vs_root"]) + ".";
+    c += std::string(". ") + (rec.value("parent_speedup_measured", false) ? "Measured" : "Modelled") +
+         " speedup of the current program over the root: " + num(rec["parent_speedup_vs_root"]) + ".";
   }
   c += "\n";
   // (b) facts
@@ -347,8 +348,8 @@ std::string make_cot(const json& rec) {
     const auto& k = a["cost"];
     c += std::string(multi ? "\n  - " + a["strategy"].get<std::string>() + ": " : " ") + "verified " +
          v["class"].get<std::string>() + " against the root over " + num(v["trials"]) + " trials; " +
-         (k["measured"].get<bool>() ? "measured" : "modelled (not measured)") + " cost " + num(k["parent"]) +
-         " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
+         (k["measured"].get<bool>() ? "measured CPU time (ms, median)" : "modelled (not measured) cost") + " " +
+         num(k["parent"]) + " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
          num(k["speedup_vs_root"]) + " over the root; " +
          (a["label"] == "improving" ? "an improving step." : "a non-improving but valid step.");
   }

@@ -46,6 +46,8 @@ GenerateOptions tiny_opts(const std::string& out) {
   o.verify_trials = 2;
   o.eval_fraction = 0.4;
   o.examples = false;
+  // Analytic cost: these tests cover the pipeline; CPU measurement is covered by measured_test.cc.
+  o.measured = false;
   return o;
 }
 

@@ -1,0 +1,633 @@
+// CPU measurement of records: store, sandboxed interleaved timing, record rewrite.
+#include "dataset/measurement.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/compiler.h"
+#include "backend/cpu/cpu_program.h"
+#include "dataset/dataset.h"
+#include "interp/inputs.h"
+#include "leir/program_io.h"
+#include "search/search.h"
+#include "strategies/sampler.h"
+
+namespace fs = std::filesystem;
+
+namespace steptp::dataset {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+// ---- SQLite helpers ----
+void exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err ? err : "?";
+    sqlite3_free(err);
+    throw std::runtime_error(std::string("measurement store: ") + m);
+  }
+}
+
+// ---- sandboxed timing ----
+// One comparison's result, written by the measuring child into shared memory.
+struct Slot {
+  int32_t status;  // 0 pending, 1 ok, 2 failed
+  int32_t repeats_a, repeats_b;
+  double a[4], b[4];  // median, min, max, cv
+  char message[160];
+};
+struct Shared {
+  std::atomic<int32_t> current;  // index of the comparison the child is working on
+  Slot slots[1];
+};
+
+int64_t current_vm_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t pages = 0;
+  in >> pages;
+  return pages * sysconf(_SC_PAGESIZE);
+}
+
+void set_message(Slot& s, const std::string& m) {
+  std::snprintf(s.message, sizeof s.message, "%s", m.c_str());
+}
+
+void put_stats(double* d, const backend::TimingStats& t) {
+  d[0] = t.median_ms;
+  d[1] = t.min_ms;
+  d[2] = t.max_ms;
+  d[3] = t.cv;
+}
+backend::TimingStats get_stats(const double* d, int repeats) {
+  backend::TimingStats t;
+  t.median_ms = d[0];
+  t.min_ms = d[1];
+  t.max_ms = d[2];
+  t.cv = d[3];
+  t.repeats = repeats;
+  return t;
+}
+
+// Body of the measuring child: comparisons [start, n) in order.
+[[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::pair<int, int>>& pairs,
+                             const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& progs,
+                             const std::vector<std::string>& build_errors, const backend::MeasureOptions& mo,
+                             uint64_t input_seed) {
+  std::map<int, std::unique_ptr<backend::cpu::KernelBuffers>> bound;
+  auto buffers = [&](int i) -> backend::cpu::KernelBuffers& {
+    auto it = bound.find(i);
+    if (it == bound.end())
+      it = bound.emplace(i, progs[size_t(i)]->bind(interp::generate_inputs(progs[size_t(i)]->program(), input_seed)))
+               .first;
+    return *it->second;
+  };
+  for (size_t k = start; k < pairs.size(); ++k) {
+    sh->current.store(int32_t(k));
+    Slot& s = sh->slots[k];
+    auto [ia, ib] = pairs[k];
+    if (!progs[size_t(ia)] || !progs[size_t(ib)]) {
+      set_message(s, "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
+      s.status = 2;
+      continue;
+    }
+    try {
+      auto& pa = *progs[size_t(ia)];
+      auto& pb = *progs[size_t(ib)];
+      auto& ba = buffers(ia);
+      auto& bb = buffers(ib);
+      auto c = backend::compare_interleaved([&] { pa.run(ba); }, [&] { pb.run(bb); }, mo);
+      put_stats(s.a, c.a);
+      put_stats(s.b, c.b);
+      s.repeats_a = c.a.repeats;
+      s.repeats_b = c.b.repeats;
+      s.status = 1;
+    } catch (const std::exception& e) {
+      set_message(s, std::string("run: ") + e.what());
+      s.status = 2;
+    }
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+// ---- store ----
+MeasurementStore::MeasurementStore(const std::string& path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+    std::string m = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error("cannot open measurement store " + path + ": " + m);
+  }
+  sqlite3_busy_timeout(db_, 600000);
+  exec(db_, "PRAGMA journal_mode=WAL");
+  exec(db_, "CREATE TABLE IF NOT EXISTS measurements(key TEXT PRIMARY KEY, payload TEXT)");
+}
+
+MeasurementStore::~MeasurementStore() { sqlite3_close(db_); }
+
+std::optional<json> MeasurementStore::get(const std::string& key) {
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT payload FROM measurements WHERE key=?", -1, &st, nullptr);
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  std::optional<json> v;
+  if (sqlite3_step(st) == SQLITE_ROW) v = json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  sqlite3_finalize(st);
+  return v;
+}
+
+void MeasurementStore::put_all(const std::vector<std::pair<std::string, json>>& entries) {
+  if (entries.empty()) return;
+  exec(db_, "BEGIN IMMEDIATE");
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT OR IGNORE INTO measurements(key, payload) VALUES(?, ?)", -1, &st, nullptr);
+  for (const auto& [k, v] : entries) {
+    std::string p = v.dump();
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, p.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+      std::string m = sqlite3_errmsg(db_);
+      sqlite3_finalize(st);
+      exec(db_, "ROLLBACK");
+      throw std::runtime_error("measurement store write: " + m);
+    }
+  }
+  sqlite3_finalize(st);
+  exec(db_, "COMMIT");
+}
+
+int64_t MeasurementStore::size() {
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM measurements", -1, &st, nullptr);
+  int64_t n = 0;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+// ---- timing ----
+std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
+                                      const std::vector<std::pair<int, int>>& pairs,
+                                      const backend::MeasureOptions& mo, uint64_t input_seed, double pair_timeout_s,
+                                      PairMeasureStats* stats) {
+  std::vector<PairResult> out(pairs.size());
+  PairMeasureStats local;
+  PairMeasureStats& st = stats ? *stats : local;
+  if (pairs.empty()) return out;
+  // Only the programs some pair uses, one batched compile.
+  std::vector<char> used(programs.size(), 0);
+  for (auto [a, b] : pairs) used[size_t(a)] = used[size_t(b)] = 1;
+  std::vector<leir::Program> todo;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < programs.size(); ++i)
+    if (used[i]) todo.push_back(programs[i]), which.push_back(i);
+  auto tc = Clock::now();
+  std::vector<backend::cpu::CpuBuildResult> built;
+  try {
+    built = backend::cpu::build_cpu_programs(todo);
+  } catch (const std::exception& e) {
+    built.assign(todo.size(), {nullptr, e.what()});
+  }
+  st.compile_s += secs(tc);
+  std::vector<std::shared_ptr<const backend::cpu::CpuProgram>> progs(programs.size());
+  std::vector<std::string> errors(programs.size());
+  for (size_t k = 0; k < which.size(); ++k) {
+    progs[which[k]] = built[k].program;
+    errors[which[k]] = built[k].error.substr(0, 120);
+    (built[k].program ? st.compiled : st.compile_failed)++;
+  }
+
+  auto tm = Clock::now();
+  size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
+  std::memset(mem, 0, bytes);
+  Shared* sh = static_cast<Shared*>(mem);
+  const int64_t vm_limit = current_vm_bytes() + (int64_t{4} << 30);
+  size_t start = 0;
+  while (start < pairs.size()) {
+    sh->current.store(int32_t(start));
+    pid_t pid = -1;
+    // Fork from a fresh thread: the child then owns no stale OpenMP pool (backend/cpu/sandbox.h).
+    std::thread helper([&] {
+      pid = fork();
+      if (pid == 0) {
+        rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
+        setrlimit(RLIMIT_AS, &rl);
+        rlimit core{0, 0};
+        setrlimit(RLIMIT_CORE, &core);
+        child_main(sh, start, pairs, progs, errors, mo, input_seed);
+      }
+    });
+    helper.join();
+    if (pid < 0) {
+      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
+      break;
+    }
+    int status = 0;
+    int32_t seen = -1;
+    auto since = Clock::now();
+    bool timed_out = false;
+    auto sleep = std::chrono::microseconds(100);
+    while (true) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid || (w < 0 && errno != EINTR)) break;
+      int32_t cur = sh->current.load();
+      if (cur != seen) seen = cur, since = Clock::now(), sleep = std::chrono::microseconds(100);
+      if (secs(since) > pair_timeout_s) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+    }
+    size_t cur = size_t(sh->current.load());
+    if (cur < pairs.size() && sh->slots[cur].status == 0) {
+      // The child died on comparison `cur`: it fails, the rest continue in a new child.
+      std::string why = timed_out ? fmt::format("timed out after {:.3g} s", pair_timeout_s)
+                        : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
+                                              : fmt::format("measuring child exited with status {}",
+                                                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      set_message(sh->slots[cur], why);
+      sh->slots[cur].status = 2;
+      st.crashed++;
+    }
+    start = pairs.size();
+    for (size_t k = 0; k < pairs.size(); ++k)
+      if (sh->slots[k].status == 0) {
+        start = k;
+        break;
+      }
+  }
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const Slot& s = sh->slots[k];
+    PairResult& r = out[k];
+    r.ok = s.status == 1;
+    if (!r.ok) {
+      r.error = s.message[0] ? s.message : "not measured";
+      continue;
+    }
+    r.cmp.a = get_stats(s.a, s.repeats_a);
+    r.cmp.b = get_stats(s.b, s.repeats_b);
+    r.cmp.speedup = r.cmp.b.median_ms > 0 ? r.cmp.a.median_ms / r.cmp.b.median_ms : 1;
+  }
+  munmap(mem, bytes);
+  st.measure_s += secs(tm);
+  return out;
+}
+
+// ---- generate integration ----
+backend::MeasureOptions measure_options(const GenerateOptions& o) {
+  backend::MeasureOptions mo;
+  mo.warmup = 2;
+  mo.min_time_s = o.measure_min_time;
+  mo.min_repeats = 5;
+  mo.max_time_s = std::max(0.25, 20 * o.measure_min_time);
+  mo.stable_rel = 0.02;
+  mo.threads = o.measure_threads;
+  return mo;
+}
+
+json measurement_json(const GenerateOptions& o) {
+  if (!o.measured)
+    return {{"measured", false}, {"model", "analytic: flops + bytes/4 + local/4, / parallel (<=16) / vector (<=4)"}};
+  auto mo = measure_options(o);
+  return {{"measured", true},
+          {"backend", "cpu"},
+          {"method", "compare_interleaved (ABBA) of result vs parent and result vs root; medians in ms"},
+          {"min_time_s", mo.min_time_s},
+          {"min_repeats", mo.min_repeats},
+          {"max_time_s", mo.max_time_s},
+          {"warmup", mo.warmup},
+          {"stable_rel", mo.stable_rel},
+          {"threads", mo.threads},
+          {"improve_threshold", o.improve_threshold},
+          {"search_ranking", "analytic model (trajectories do not depend on timing noise)"}};
+}
+
+std::string measurement_store_path(const GenerateOptions& o) {
+  return o.measurements.empty() ? (fs::path(o.out_dir) / "measurements.sqlite").string() : o.measurements;
+}
+
+namespace {
+
+double round_sig(double x, int digits = 4) {
+  if (!(x > 0) || !std::isfinite(x)) return x;
+  double scale = std::pow(10.0, digits - 1 - int(std::floor(std::log10(x))));
+  return std::round(x * scale) / scale;
+}
+
+json timing_json(const json& t) {
+  return {{"median_ms", round_sig(t["median_ms"].get<double>())},
+          {"min_ms", round_sig(t["min_ms"].get<double>())},
+          {"max_ms", round_sig(t["max_ms"].get<double>())},
+          {"cv", std::round(t["cv"].get<double>() * 1e4) / 1e4},
+          {"repeats", t["repeats"]}};
+}
+json stats_to_json(const backend::TimingStats& t) {
+  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
+}
+
+}  // namespace
+
+json measure_records(json records, const GenerateOptions& o, MeasurementStore& store, MeasureStats* stats,
+                     std::vector<char>* kept) {
+  if (kept) kept->assign(records.size(), 0);
+  MeasureStats local;
+  MeasureStats& st = stats ? *stats : local;
+  auto mo = measure_options(o);
+  const std::string config = measurement_json(o).dump();
+  const uint64_t input_seed = strategies::mix_seed(o.seed, 0x3ea5);
+
+  // Distinct programs (by text) and the comparisons the records need, in record order.
+  std::vector<std::string> texts;
+  std::map<std::string, int> text_index;
+  auto program_id = [&](const std::string& t) {
+    auto [it, fresh] = text_index.emplace(t, int(texts.size()));
+    if (fresh) texts.push_back(t);
+    return it->second;
+  };
+  std::vector<std::pair<int, int>> pairs;
+  std::map<std::pair<int, int>, int> pair_index;
+  auto pair_id = [&](int a, int b) {
+    auto [it, fresh] = pair_index.emplace(std::make_pair(a, b), int(pairs.size()));
+    if (fresh) pairs.push_back({a, b});
+    return it->second;
+  };
+  for (const auto& r : records) {
+    int root = program_id(r["root_program"].get<std::string>());
+    int parent = program_id(r["parent_program"].get<std::string>());
+    if (parent != root) pair_id(root, parent);
+    for (const auto& a : r["answers"]) {
+      int res = program_id(a["result_program"].get<std::string>());
+      pair_id(parent, res);
+      pair_id(root, res);
+    }
+  }
+  st.pairs = int(pairs.size());
+  std::vector<std::string> keys(pairs.size());
+  std::vector<std::optional<json>> results(pairs.size());
+  std::vector<std::pair<int, int>> missing;
+  std::vector<size_t> missing_idx;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    keys[k] = backend::cpu::content_hash(texts[size_t(pairs[k].first)] + '\0' + texts[size_t(pairs[k].second)] +
+                                         '\0' + config);
+    results[k] = store.get(keys[k]);
+    if (results[k]) {
+      st.reused++;
+    } else {
+      missing.push_back(pairs[k]);
+      missing_idx.push_back(k);
+    }
+  }
+  if (!missing.empty()) {
+    std::vector<leir::Program> programs;
+    std::vector<char> needed(texts.size(), 0);
+    for (auto [a, b] : missing) needed[size_t(a)] = needed[size_t(b)] = 1;
+    std::vector<std::string> parse_errors(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      leir::Program p;
+      if (needed[i]) {
+        try {
+          p = leir::program_from_text(texts[i]);
+        } catch (const std::exception& e) {
+          parse_errors[i] = e.what();
+        }
+      }
+      programs.push_back(std::move(p));
+    }
+    // A program that does not parse back cannot be measured: its pairs fail.
+    std::vector<std::pair<int, int>> runnable;
+    std::vector<size_t> runnable_idx;
+    std::vector<std::pair<std::string, json>> entries;
+    for (size_t m = 0; m < missing.size(); ++m) {
+      auto [a, b] = missing[m];
+      std::string err = !parse_errors[size_t(a)].empty() ? parse_errors[size_t(a)] : parse_errors[size_t(b)];
+      if (!err.empty()) {
+        results[missing_idx[m]] = json{{"ok", false}, {"error", "parse: " + err.substr(0, 120)}};
+        entries.push_back({keys[missing_idx[m]], *results[missing_idx[m]]});
+      } else {
+        runnable.push_back(missing[m]);
+        runnable_idx.push_back(missing_idx[m]);
+      }
+    }
+    PairMeasureStats ps;
+    auto measured = measure_pairs(programs, runnable, mo, input_seed, 10.0 + 4 * mo.max_time_s, &ps);
+    st.compile_s += ps.compile_s;
+    st.measure_s += ps.measure_s;
+    for (size_t m = 0; m < runnable.size(); ++m) {
+      const auto& pr = measured[m];
+      json v = pr.ok ? json{{"ok", true}, {"a", stats_to_json(pr.cmp.a)}, {"b", stats_to_json(pr.cmp.b)}}
+                     : json{{"ok", false}, {"error", pr.error}};
+      entries.push_back({keys[runnable_idx[m]], v});
+    }
+    st.measured = int(entries.size());
+    store.put_all(entries);
+    // Read back: when another worker stored the same comparison first, its value is the fact.
+    for (size_t m : missing_idx) {
+      auto got = store.get(keys[m]);
+      if (!got) throw std::runtime_error("measurement store lost an entry");
+      results[m] = std::move(got);
+    }
+  }
+  for (const auto& r : results)
+    if (!(*r)["ok"].get<bool>()) st.failed++;
+
+  auto ok = [&](int a, int b) { return (*results[size_t(pair_index.at({a, b}))])["ok"].get<bool>(); };
+  auto res_of = [&](int a, int b) -> const json& { return *results[size_t(pair_index.at({a, b}))]; };
+  json out = json::array();
+  for (size_t ri = 0; ri < records.size(); ++ri) {
+    json& r = records[ri];
+    int root = text_index.at(r["root_program"].get<std::string>());
+    int parent = text_index.at(r["parent_program"].get<std::string>());
+    if (parent != root && !ok(root, parent)) {
+      st.dropped_records++;
+      continue;
+    }
+    json answers = json::array();
+    for (auto& a : r["answers"]) {
+      int res = text_index.at(a["result_program"].get<std::string>());
+      if (!ok(parent, res) || !ok(root, res)) {
+        st.dropped_answers++;
+        continue;
+      }
+      const json& vp = res_of(parent, res);
+      const json& vr = res_of(root, res);
+      json model = a["cost"];
+      model.erase("measured");
+      model.erase("unit");
+      model["label"] = a["label"];
+      json tp = timing_json(vp["a"]), tr = timing_json(vp["b"]);
+      json rr = timing_json(vr["a"]), r2 = timing_json(vr["b"]);
+      double sp = search::round_ratio(vp["a"]["median_ms"].get<double>(), vp["b"]["median_ms"].get<double>());
+      double sr = search::round_ratio(vr["a"]["median_ms"].get<double>(), vr["b"]["median_ms"].get<double>());
+      a["cost"] = {{"measured", true},
+                   {"unit", "ms"},
+                   {"root", rr["median_ms"]},
+                   {"parent", tp["median_ms"]},
+                   {"result", tr["median_ms"]},
+                   {"speedup_vs_parent", sp},
+                   {"speedup_vs_root", sr},
+                   {"vs_parent", {{"parent", tp}, {"result", tr}}},
+                   {"vs_root", {{"root", rr}, {"result", r2}}},
+                   {"threads", mo.threads},
+                   {"model", model}};
+      a["label"] = sp >= o.improve_threshold ? "improving" : "non_improving";
+      answers.push_back(std::move(a));
+    }
+    bool multi = r["kind"] == "multi";
+    if (answers.empty() || (multi && answers.size() < 2)) {
+      st.dropped_records++;
+      continue;
+    }
+    r["answers"] = std::move(answers);
+    r["parent_speedup_measured"] = true;
+    if (parent != root) {
+      const json& v = res_of(root, parent);
+      r["parent_speedup_vs_root"] =
+          search::round_ratio(v["a"]["median_ms"].get<double>(), v["b"]["median_ms"].get<double>());
+    } else {
+      r["parent_speedup_vs_root"] = 1.0;
+    }
+    if (kept) (*kept)[ri] = 1;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace steptp::dataset
+
+namespace steptp::dataset {
+
+MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o) {
+  using nlohmann::json;
+  MeasureSummary sum;
+  // Groups of kept records by root (consecutive in recs).
+  std::vector<std::vector<size_t>> groups;
+  std::string last;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (!keep[i]) continue;
+    std::string key = recs[i]["root"]["key"].get<std::string>();
+    if (groups.empty() || key != last) groups.emplace_back();
+    groups.back().push_back(i);
+    last = key;
+  }
+  const std::string path = measurement_store_path(o);
+  { MeasurementStore create(path); }  // the table exists before workers race to it
+
+  // Phase 1: workers fill the store (worker k takes groups k, k+J, ...); per-worker timing
+  // comes back through shared memory.
+  struct WorkerTiming {
+    double compile_s, measure_s;
+    int measured, reused;
+  };
+  int J = std::max(1, std::min(o.jobs, int(groups.size())));
+  size_t bytes = sizeof(WorkerTiming) * size_t(J);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw std::runtime_error("cannot map worker timing");
+  std::memset(mem, 0, bytes);
+  auto* timing = static_cast<WorkerTiming*>(mem);
+  size_t done = 0;
+  auto worker = [&](int k) {
+    MeasurementStore store(path);
+    for (size_t g = size_t(k); g < groups.size(); g += size_t(J)) {
+      json arr = json::array();
+      for (size_t i : groups[g]) arr.push_back(recs[i]);
+      MeasureStats st;
+      measure_records(std::move(arr), o, store, &st);
+      timing[k].compile_s += st.compile_s;
+      timing[k].measure_s += st.measure_s;
+      timing[k].measured += st.measured;
+      timing[k].reused += st.reused;
+      if (o.progress) {
+        ++done;
+        std::cerr << fmt::format("\r[generate] measuring: worker {} finished {} roots   ", k, done) << std::flush;
+      }
+    }
+  };
+  if (J == 1) {
+    worker(0);
+  } else {
+    std::cout.flush();
+    std::cerr.flush();
+    std::vector<pid_t> pids;
+    for (int k = 0; k < J; ++k) {
+      pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("fork failed");
+      if (pid == 0) {
+        int rc = 0;
+        try {
+          worker(k);
+        } catch (...) {
+          rc = 1;
+        }
+        _exit(rc);
+      }
+      pids.push_back(pid);
+    }
+    // A worker that died leaves comparisons missing: phase 2 measures them here.
+    for (pid_t p : pids) {
+      int status = 0;
+      waitpid(p, &status, 0);
+    }
+  }
+  if (o.progress) std::cerr << "\n";
+  for (int k = 0; k < J; ++k) {
+    sum.compile_s += timing[k].compile_s;
+    sum.measure_s += timing[k].measure_s;
+    sum.measured += timing[k].measured;
+  }
+  munmap(mem, bytes);
+
+  // Phase 2: every kept record from the store (a comparison still missing — a worker died — is
+  // measured here).
+  MeasurementStore store(path);
+  for (const auto& g : groups) {
+    json arr = json::array();
+    for (size_t i : g) arr.push_back(recs[i]);
+    MeasureStats st;
+    std::vector<char> kept;
+    json out = measure_records(std::move(arr), o, store, &st, &kept);
+    sum.compile_s += st.compile_s;
+    sum.measure_s += st.measure_s;
+    sum.measured += st.measured;
+    sum.pairs += st.pairs;
+    sum.failed += st.failed;
+    sum.dropped_records += st.dropped_records;
+    sum.dropped_answers += st.dropped_answers;
+    size_t j = 0;
+    for (size_t k = 0; k < g.size(); ++k) {
+      if (kept[k]) recs[g[k]] = std::move(out[j++]);
+      else keep[g[k]] = 0;
+    }
+  }
+  sum.reused = sum.pairs - sum.measured;
+  return sum;
+}
+
+}  // namespace steptp::dataset

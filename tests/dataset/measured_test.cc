@@ -1,0 +1,222 @@
+// `generate --cost measured` (dataset/measurement.h): records carry CPU timings; the output is a
+// deterministic function of the measurement store (identical bytes across --jobs and across an
+// interrupted + resumed run given the same store); a kernel that crashes or runs out of memory
+// costs its comparison, never the run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/dataset.h"
+#include "dataset/measurement.h"
+#include "leir/program_io.h"
+#include "search/search.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::dataset {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+std::vector<json> lines(const fs::path& p) {
+  std::vector<json> v;
+  std::ifstream f(p);
+  std::string l;
+  while (std::getline(f, l))
+    if (!l.empty()) v.push_back(json::parse(l));
+  return v;
+}
+fs::path tmpdir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("steptp_measured_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  return p;
+}
+
+GenerateOptions small_opts(const fs::path& out, const fs::path& store) {
+  GenerateOptions o;
+  o.out_dir = out.string();
+  o.measurements = store.string();
+  o.seed = 11;
+  o.programs = 3;
+  o.composites = 0;
+  o.examples = false;
+  o.depth = 2;
+  o.beam = 1;
+  o.sites_per_strategy = 1;
+  o.params_per_site = 1;
+  o.verify_trials = 2;
+  o.non_improving_per_state = 4;
+  o.eval_fraction = 0.4;
+  o.measure_min_time = 0.001;
+  return o;
+}
+
+const std::vector<std::string> kFiles = {"train.jsonl", "eval.jsonl", "steps.jsonl", "manifest.json", "stats.json"};
+
+bool positive_finite(const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0; }
+
+class Measured : public ::testing::Test {
+ protected:
+  // One interrupted + resumed run fills the store; the tests compare other runs against it.
+  static void SetUpTestSuite() {
+    root_ = new fs::path(tmpdir(""));
+    auto o = small_opts(*root_ / "base", *root_ / "store.sqlite");
+    o.stop_after = 1;
+    auto s = generate(o);
+    ASSERT_FALSE(s.complete);
+    o.stop_after = -1;
+    s = generate(o);
+    ASSERT_TRUE(s.complete);
+    measured_first_ = s.pairs_measured;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*root_);
+    delete root_;
+  }
+  static fs::path* root_;
+  static int measured_first_;
+};
+fs::path* Measured::root_ = nullptr;
+int Measured::measured_first_ = 0;
+
+TEST_F(Measured, RecordsCarryPositiveTimingsAndConsistentSpeedups) {
+  auto steps = lines(*root_ / "base" / "steps.jsonl");
+  ASSERT_GT(steps.size(), 5u);
+  EXPECT_GT(measured_first_, 0);
+  auto o = small_opts("", "");
+  for (const auto& r : steps) {
+    EXPECT_TRUE(r["parent_speedup_measured"].get<bool>());
+    EXPECT_TRUE(positive_finite(r["parent_speedup_vs_root"]));
+    if (r["depth"] == 1) EXPECT_EQ(r["parent_speedup_vs_root"].get<double>(), 1.0);
+    for (const auto& a : r["answers"]) {
+      const auto& c = a["cost"];
+      ASSERT_TRUE(c["measured"].get<bool>()) << r["id"];
+      EXPECT_EQ(c["unit"], "ms");
+      EXPECT_EQ(c["threads"], 1);
+      for (const char* side : {"parent", "result"}) {
+        const auto& t = c["vs_parent"][side];
+        for (const char* k : {"median_ms", "min_ms", "max_ms"}) EXPECT_TRUE(positive_finite(t[k])) << k;
+        EXPECT_LE(t["min_ms"].get<double>(), t["median_ms"].get<double>());
+        EXPECT_LE(t["median_ms"].get<double>(), t["max_ms"].get<double>());
+        EXPECT_GE(t["repeats"].get<int>(), 5);
+        EXPECT_GE(t["cv"].get<double>(), 0);
+      }
+      // The quoted medians are the interleaved sessions' medians; the speedups their ratios.
+      EXPECT_EQ(c["parent"], c["vs_parent"]["parent"]["median_ms"]);
+      EXPECT_EQ(c["result"], c["vs_parent"]["result"]["median_ms"]);
+      EXPECT_EQ(c["root"], c["vs_root"]["root"]["median_ms"]);
+      double sp = c["speedup_vs_parent"], sr = c["speedup_vs_root"];
+      EXPECT_TRUE(positive_finite(c["speedup_vs_parent"]) && positive_finite(c["speedup_vs_root"]));
+      // Stored medians are rounded to 4 significant digits, the ratio is of the raw medians.
+      EXPECT_NEAR(sp, c["parent"].get<double>() / c["result"].get<double>(), 2e-3 * sp);
+      EXPECT_NEAR(sr, c["root"].get<double>() / c["vs_root"]["result"]["median_ms"].get<double>(), 2e-3 * sr);
+      EXPECT_EQ(a["label"] == "improving", sp >= o.improve_threshold);
+      // The model estimate stays, separately.
+      EXPECT_TRUE(c["model"].contains("speedup_vs_parent"));
+      EXPECT_TRUE(c["model"]["label"] == "improving" || c["model"]["label"] == "non_improving");
+    }
+    // Every number of the CoT (measured times included) is a field of the record.
+    json without = r;
+    without.erase("cot");
+    auto nums = numbers_in(without.dump());
+    std::set<std::string> have(nums.begin(), nums.end());
+    std::string cot = r["cot"];
+    EXPECT_NE(cot.find("measured CPU time"), std::string::npos);
+    for (const auto& n : numbers_in(cot)) EXPECT_TRUE(have.count(n)) << n << " in " << r["id"];
+  }
+  auto m = json::parse(slurp(*root_ / "base" / "manifest.json"));
+  EXPECT_TRUE(m["cost"]["measured"].get<bool>());
+  EXPECT_EQ(m["cost"]["threads"], 1);
+  EXPECT_EQ(m["options"]["cost"], "measured");
+  auto st = json::parse(slurp(*root_ / "base" / "stats.json"));
+  EXPECT_TRUE(st["speedup_measured"].get<bool>());
+  EXPECT_GT(st["measurement"]["comparisons"].get<int>(), 0);
+}
+
+TEST_F(Measured, SameStoreGivesIdenticalBytesWithTwoJobs) {
+  // A clean run with two workers, given the store of the interrupted + resumed single-worker run.
+  auto o = small_opts(*root_ / "jobs2", *root_ / "store.sqlite");
+  o.jobs = 2;
+  auto s = generate(o);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(s.pairs_measured, 0);  // every comparison came from the store
+  EXPECT_GT(s.pairs_reused, 0);
+  for (const auto& f : kFiles) EXPECT_EQ(slurp(*root_ / "base" / f), slurp(*root_ / "jobs2" / f)) << f;
+}
+
+TEST_F(Measured, ModelCostNeedsNoStore) {
+  auto o = small_opts(*root_ / "model", *root_ / "model-store.sqlite");
+  o.measured = false;
+  ASSERT_TRUE(generate(o).complete);
+  EXPECT_FALSE(fs::exists(*root_ / "model-store.sqlite"));
+  for (const auto& r : lines(*root_ / "model" / "steps.jsonl"))
+    for (const auto& a : r["answers"]) EXPECT_FALSE(a["cost"]["measured"].get<bool>());
+  // Same search, same filtering: the same steps as the measured run (only costs/labels differ)
+  // unless a measurement failed.
+  auto meas = lines(*root_ / "base" / "steps.jsonl");
+  auto model = lines(*root_ / "model" / "steps.jsonl");
+  auto st = json::parse(slurp(*root_ / "base" / "stats.json"));
+  if (st["measurement"]["dropped_records"] == 0 && st["measurement"]["dropped_answers"] == 0) {
+    ASSERT_EQ(meas.size(), model.size());
+    for (size_t i = 0; i < meas.size(); ++i)
+      EXPECT_EQ(meas[i]["answers"][0]["result_hash"], model[i]["answers"][0]["result_hash"]);
+  }
+}
+
+TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
+  auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
+  std::vector<leir::Program> progs = {
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
+      // 8 GB intermediate: allocation fails under the child's 4 GiB address-space limit.
+      parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
+            "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
+  };
+  backend::MeasureOptions mo;
+  mo.min_time_s = 0.001;
+  mo.max_time_s = 0.2;
+  mo.threads = 1;
+  PairMeasureStats st;
+  auto r = measure_pairs(progs, {{0, 1}, {0, 2}, {1, 0}}, mo, 7, 20.0, &st);
+  ASSERT_EQ(r.size(), 3u);
+  ASSERT_TRUE(r[0].ok) << r[0].error;
+  EXPECT_FALSE(r[1].ok);
+  EXPECT_FALSE(r[1].error.empty());
+  ASSERT_TRUE(r[2].ok) << r[2].error;  // the comparison after the failing one still runs
+  for (const auto* c : {&r[0].cmp, &r[2].cmp}) {
+    EXPECT_GT(c->a.median_ms, 0);
+    EXPECT_GT(c->b.median_ms, 0);
+    EXPECT_GE(c->a.repeats, 5);
+    EXPECT_NEAR(c->speedup, c->a.median_ms / c->b.median_ms, 1e-12);
+  }
+}
+
+TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
+  auto d = tmpdir("store");
+  fs::create_directories(d);
+  {
+    MeasurementStore s((d / "m.sqlite").string());
+    EXPECT_FALSE(s.get("k"));
+    s.put_all({{"k", json{{"v", 1}}}});
+    s.put_all({{"k", json{{"v", 2}}}, {"j", json{{"v", 3}}}});
+    EXPECT_EQ((*s.get("k"))["v"], 1);
+  }
+  MeasurementStore again((d / "m.sqlite").string());
+  EXPECT_EQ(again.size(), 2);
+  EXPECT_EQ((*again.get("j"))["v"], 3);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace steptp::dataset
