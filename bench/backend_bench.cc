@@ -53,11 +53,17 @@ namespace {
 
 using namespace steptp;
 
-std::string temp_cache(const std::string& tag) {
-  std::string d = fmt::format("/tmp/steptp-bench-{}-{}", tag, getpid());
-  std::filesystem::remove_all(d);
-  return d;
-}
+// A fresh cache dir for one benchmark, removed afterwards (loaded kernels stay mapped).
+struct TempCache {
+  std::string path;
+  explicit TempCache(const std::string& tag) : path(fmt::format("/tmp/steptp-bench-{}-{}", tag, getpid())) {
+    std::filesystem::remove_all(path);
+  }
+  ~TempCache() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 // A tiny public-style program (GEMM + bias + activation, 8x16x32); `salt` makes the code distinct.
 leir::Program tiny_candidate(int salt) {
@@ -88,9 +94,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 void candidates_uncached(benchmark::State& state, bool serial) {
   const int n = static_cast<int>(state.range(0));
-  backend::cpu::KernelCompiler cc(serial ? backend::cpu::CompilerOptions{.cache_dir = temp_cache("serial"), .jobs = 1,
-                                                                         .precompiled_prelude = false}
-                                         : backend::cpu::CompilerOptions{.cache_dir = temp_cache("uncached")});
+  TempCache dir(serial ? "serial" : "uncached");
+  backend::cpu::KernelCompiler cc(serial ? backend::cpu::CompilerOptions{.cache_dir = dir.path, .jobs = 1, .precompiled_prelude = false}
+                                         : backend::cpu::CompilerOptions{.cache_dir = dir.path});
   backend::cpu::build_cpu_programs({tiny_candidate(-1000 - n)}, {}, &cc);  // builds the PCH
   const int invocations0 = cc.stats().invocations;
   double compile_ms = 0, run_ms = 0;
@@ -123,7 +129,8 @@ BENCHMARK(BM_CandidatesUncachedSerial)->Arg(1)->Arg(32)->Unit(benchmark::kMillis
 
 void BM_CandidatesCached(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  backend::cpu::KernelCompiler cc({.cache_dir = temp_cache("cached")});
+  TempCache dir("cached");
+  backend::cpu::KernelCompiler cc({.cache_dir = dir.path});
   std::vector<leir::Program> ps;
   for (int i = 0; i < n; ++i) ps.push_back(tiny_candidate(100000 + i));
   backend::cpu::build_cpu_programs(ps, {}, &cc);  // warm the cache
@@ -212,7 +219,8 @@ leir::Program gemm_stepped(int n, bool check, bool print) {
 
 void BM_Gemm512_f32(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  backend::cpu::KernelCompiler cc({.cache_dir = temp_cache("gemm")});
+  TempCache dir("gemm");
+  backend::cpu::KernelCompiler cc({.cache_dir = dir.path});
   leir::Program naive = gemm_naive(512), steps;
   try {
     gemm_stepped(128, /*check=*/true, /*print=*/false);  // the same steps, verified at 128^3
