@@ -15,7 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/program_io.h"
+#include "leir/tensors.h"
+#include "leir/types.h"
 #include "leir/values.h"
+#include "verify/verifier.h"
 
 namespace steptp::backend::testing {
 
@@ -84,6 +87,41 @@ inline std::string compare_values(const leir::TensorMap& got, const leir::Tensor
       }
     }
     if (bad) return fmt::format("{}[{}] = {}, expected {}", name, worst_i, g.data[worst_i], w.data[worst_i]);
+  }
+  return "";
+}
+
+// The verifier's element rule (LEIR.md §5, verify/verifier.h): |x - y| <= atol + rtol*|y| with
+// atol = atol_scale * max|y| over the tensor, NaN == NaN, infinities only equal to themselves.
+// `tol` is the loosest per-dtype tolerance of the program (program_tolerance): an all-f64 build
+// keeps f32 intermediates in f64 where the interpreter rounds them, so a program with any f32
+// tensor is held to the f32 tolerance. Returns "" when every element agrees, else the worst one.
+inline verify::Tolerance program_tolerance(const leir::Program& p) {
+  verify::Tolerance t = verify::tolerance_for(leir::DType::F64);
+  for (const auto& [name, info] : leir::build_tensor_table(p).tensors) {
+    auto u = verify::tolerance_for(info.dtype);
+    t.rtol = std::max(t.rtol, u.rtol), t.atol_scale = std::max(t.atol_scale, u.atol_scale);
+  }
+  return t;
+}
+
+inline std::string compare_section5(const leir::TensorMap& got, const leir::TensorMap& want, verify::Tolerance tol) {
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) return fmt::format("output {} missing", name);
+    const auto& g = it->second;
+    if (g.data.size() != w.data.size()) return fmt::format("{}: {} elements, expected {}", name, g.data.size(), w.data.size());
+    double scale = 0;
+    for (double y : w.data)
+      if (std::isfinite(y)) scale = std::max(scale, std::abs(y));
+    double atol = tol.atol_scale * scale, rtol = tol.rtol;
+    if (!leir::is_floating(w.dtype)) atol = rtol = 0;  // integer and bool outputs: exact
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      double x = g.data[i], y = w.data[i];
+      if (std::isnan(x) && std::isnan(y)) continue;
+      bool ok = (std::isinf(x) || std::isinf(y)) ? x == y : std::abs(x - y) <= atol + rtol * std::abs(y);
+      if (!ok) return fmt::format("{}[{}] = {}, expected {} (atol {:g}, rtol {:g})", name, i, x, y, atol, rtol);
+    }
   }
   return "";
 }

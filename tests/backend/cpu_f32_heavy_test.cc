@@ -1,12 +1,14 @@
-// CPU backend, heavy: native f32 builds of every example and corpus program (all f64 tensors
-// turned into f32) against the reference interpreter. One batched compile of ~50 kernels.
+// CPU backend, heavy: native f32 builds of every example and corpus program and of every tiny
+// workload (all f64 tensors turned into f32) against the reference interpreter. Batched compiles.
 #include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_program.h"
 #include "backend_test_util.h"
+#include "cpu_differential.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
 #include "leir/program_io.h"
+#include "workloads/workload.h"
 
 namespace steptp::backend {
 namespace {
@@ -42,6 +44,28 @@ TEST(CpuBackend, NativeF32BuildsMatchInterpreter) {
     auto got = built[i].program->run(inputs);
     EXPECT_EQ(compare_values(got, want, kAtolF32, kRtolF32), "") << programs[i].name;
   }
+}
+
+// Every tiny workload as a native f32 build. Same error bound as above, applied the verifier's
+// way (LEIR.md §5): atol = 1e-3 * max|reference| over the output tensor, so outputs of
+// magnitude above ~1 (sums over a window, products) get the absolute slack their rounding error
+// scales with, while a wrong element (off by a fraction of the tensor's scale) still fails.
+TEST(CpuBackend, NativeF32WorkloadsMatchInterpreter) {
+  std::vector<std::string> emit_errors;
+  auto suite = testing::workload_programs(&emit_errors);
+  EXPECT_EQ(emit_errors, std::vector<std::string>{});
+  for (auto& s : suite) s.program = workloads::to_f32(s.program);
+  TempDir dir("cpu-f32-workloads");
+  testing::CpuDiffOptions o;
+  o.codegen = {};
+  o.batch = 100;
+  o.tolerance = [](const leir::Program&) { return verify::Tolerance{kRtolF32, kAtolF32}; };
+  auto t = testing::cpu_differential(suite, dir.path, o);
+  for (const auto& f : t.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(t.interp_errors, 0);
+  std::cout << "[cpu f32 workloads] " << t.matched << " of " << t.programs
+            << " tiny workloads: native f32 build = interpreter on 2 input profiles\n";
+  EXPECT_EQ(t.matched, t.programs);
 }
 
 }  // namespace

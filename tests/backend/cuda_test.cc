@@ -1,4 +1,4 @@
-// CUDA C backend: every example and corpus program either lowers or is rejected with a reason
+// CUDA C backend: every example, corpus and golden program (suite.h core_programs) either lowers or is rejected with a reason
 // (the test counts both); legality rejections name the limit. nvcc: cuda_nvcc_heavy_test.cc.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend_test_util.h"
+#include "cuda_suite.h"
 #include "leir/diagnostic.h"
 #include "leir/program_io.h"
 
@@ -15,29 +16,12 @@ namespace steptp::backend {
 namespace {
 
 TEST(CudaBackend, SuiteLowersOrIsRejectedWithReason) {
-  std::vector<leir::Program> programs;
-  for (auto& c : testing::example_cases()) programs.push_back(c.program);
-  for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
-  for (const char* own : {"offset_reduction", "tiled_bound_cached", "fused_softmax"})
-    programs.push_back(leir::read_programs(std::string(STEPTP_SOURCE_DIR) + "/tests/backend/golden/" + own + ".leir").at(0));
-  std::string tu(cuda::cuda_prelude());
-  int lowered = 0, rejected = 0;
-  for (size_t i = 0; i < programs.size(); ++i) {
-    try {
-      auto src = cuda::generate_cuda(programs[i], fmt::format("steptp_p{}", i));
-      tu += fmt::format("// ---- {} ----\n", programs[i].name) + src.code;
-      ++lowered;
-    } catch (const leir::LeirError& e) {
-      std::string why = e.what();
-      EXPECT_NE(why.find("cuda target rejects the program: "), std::string::npos) << why;
-      EXPECT_GT(why.size(), 60u) << "a rejection must say why: " << why;
-      std::cout << "[cuda] rejected " << programs[i].name << ": " << e.message() << "\n";
-      ++rejected;
-    }
-  }
-  std::cout << "[cuda] " << lowered << " lowered, " << rejected << " rejected of " << programs.size() << "\n";
-  EXPECT_EQ(lowered + rejected, static_cast<int>(programs.size()));
-  EXPECT_GT(lowered, 0);
+  auto programs = testing::core_programs();
+  auto r = testing::lower_cuda(programs);
+  testing::print_cuda_lowering(r, programs.size());
+  EXPECT_EQ(r.bad_rejections, std::vector<std::string>{}) << "every rejection must say why";
+  EXPECT_EQ(r.lowered + r.rejected, static_cast<int>(programs.size()));
+  EXPECT_GT(r.lowered, 0);
 }
 
 TEST(CudaBackend, LegalityRejectionsNameTheLimit) {

@@ -1,22 +1,24 @@
-// Real TVM accepts the emitted TVMScript: every example, corpus and golden program is emitted,
-// parsed by apache-tvm (the project venv, .venv), built for llvm, run on seeded inputs and
-// compared with the reference interpreter. The GPU-bound variant (thread bindings, shared
-// scopes) is parsed too; the run uses the cpu_compatible variant (LLVM has no threadIdx).
-// The legacy T.block dialect is checked the same way against .venv-tvm-old when it exists: no
-// apache-tvm on PyPI reads it today (0.25.0.post1, 0.26 and 0.27 all spell blocks T.sblock; checked
-// 2026-12 by installing 0.25.0.post1), so that case skips.
-// Heavy: importing TVM and building ~50 modules takes minutes on 2 cores.
+// Real TVM accepts the emitted TVMScript: every suite program (suite.h: examples, corpus, goldens
+// and every tiny workload) is emitted, parsed by apache-tvm (the project venv, .venv), built for
+// llvm, run on seeded inputs and compared with the reference interpreter. The GPU-bound variant
+// (thread bindings, shared scopes) is parsed too; the run uses the cpu_compatible variant (LLVM
+// has no threadIdx). The legacy T.block dialect is checked the same way against .venv-tvm-old
+// when it exists: no apache-tvm on PyPI reads it today (0.25.0.post1, 0.26 and 0.27 all spell
+// blocks T.sblock; checked 2026-12 by installing 0.25.0.post1), so that case skips.
+// Heavy: importing TVM and building ~220 modules takes several minutes (two checker processes).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/tir/tvmscript.h"
 #include "backend_test_util.h"
+#include "suite.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
 #include "leir/diagnostic.h"
@@ -31,16 +33,14 @@ struct Tally {
 };
 
 Tally run_against(const std::string& python, tir::TirDialect dialect, const std::string& tag) {
-  std::vector<leir::Program> programs;
-  for (auto& c : testing::example_cases()) programs.push_back(c.program);
-  for (auto& c : testing::corpus_cases()) programs.push_back(c.program);
-  for (const char* own : {"offset_reduction", "tiled_bound_cached", "fused_softmax"})
-    programs.push_back(leir::read_programs(std::string(STEPTP_SOURCE_DIR) + "/tests/backend/golden/" + own + ".leir").at(0));
+  std::vector<std::string> emit_errors;
+  auto suite = testing::suite_programs(&emit_errors);
+  EXPECT_EQ(emit_errors, std::vector<std::string>{});
   testing::TempDir dir("tvm-" + tag);
   Tally t;
-  for (size_t i = 0; i < programs.size(); ++i) {
-    const auto& p = programs[i];
-    std::string base = fmt::format("{}/p{:02}_{}", dir.path, i, p.name);
+  for (size_t i = 0; i < suite.size(); ++i) {
+    const auto& p = suite[i].program;
+    std::string base = fmt::format("{}/p{:03}_{}_{}", dir.path, i, suite[i].origin, p.name);
     ++t.programs;
     try {
       std::ofstream(base + ".tir") << tir::emit_tvmscript(p, {.dialect = dialect, .cpu_compatible = true});
@@ -56,18 +56,28 @@ Tally run_against(const std::string& python, tir::TirDialect dialect, const std:
     std::ofstream(base + ".expected.json") << leir::values_to_json(interp::run_program(p, inputs)).dump();
     std::ofstream(base + ".known.json") << leir::program_to_json(p)["known"].dump();
   }
-  std::string cmd = fmt::format("TVM_FFI_DISABLE_TORCH_C_DLPACK=1 {} {}/tests/backend/tvm_check.py {} 2>/dev/null", python,
-                                STEPTP_SOURCE_DIR, dir.path);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  char buf[1 << 16];
-  while (pipe && fgets(buf, sizeof buf, pipe.get())) {
-    auto j = nlohmann::json::parse(buf, nullptr, false);
+  // Two checker processes (each takes every second file), read in turn.
+  auto check_shard = [&](int shard) {
+    std::string cmd = fmt::format("TVM_FFI_DISABLE_TORCH_C_DLPACK=1 {} {}/tests/backend/tvm_check.py {} {} 2 2>/dev/null",
+                                  python, STEPTP_SOURCE_DIR, dir.path, shard);
+    std::vector<std::string> lines;
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    char buf[1 << 16];
+    while (pipe && fgets(buf, sizeof buf, pipe.get())) lines.push_back(buf);
+    return lines;
+  };
+  auto other = std::async(std::launch::async, check_shard, 1);
+  auto lines = check_shard(0);
+  for (auto& l : other.get()) lines.push_back(l);
+  for (const auto& line : lines) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;
     t.parsed += j["parsed"].get<bool>();
     t.built += j["built"].get<bool>();
     t.matched += j["match"].get<bool>();
     if (!j["match"].get<bool>()) t.failures.push_back(j["name"].get<std::string>() + ": " + j["error"].get<std::string>());
   }
+  std::sort(t.failures.begin(), t.failures.end());
   int accepted = t.programs - t.rejected;
   std::cout << fmt::format("[tir {}] {} programs, {} rejected by the target; of {} accepted: {} parsed, {} built, {} match "
                            "the interpreter ({:.1f}%)\n",

@@ -1,10 +1,11 @@
 """Checks emitted TVMScript against real TVM (used by tir_tvm_heavy_test.cc).
 
-usage: tvm_check.py DIR
+usage: tvm_check.py DIR [SHARD COUNT]
 DIR holds, per program NAME: NAME.tir (TVMScript to parse, build for llvm and run),
 optionally NAME.parse.tir (parse only: e.g. the GPU-bound variant), NAME.inputs.json and
 NAME.expected.json (values format of LEIR.md §1; expected = the reference interpreter).
 Prints one JSON object per line: {"name", "parsed", "built", "ran", "match", "error"}.
+With SHARD COUNT, checks only the names at positions SHARD, SHARD+COUNT, ... (sorted order).
 """
 import json
 import math
@@ -114,6 +115,8 @@ def check(d, name):
 def main():
     d = sys.argv[1]
     names = sorted(f[:-4] for f in os.listdir(d) if f.endswith(".tir") and not f.endswith(".parse.tir"))
+    if len(sys.argv) > 3:
+        names = names[int(sys.argv[2])::int(sys.argv[3])]
     for n in names:
         print(json.dumps(check(d, n)), flush=True)
 
