@@ -8,10 +8,12 @@
 // Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
 // can keep informative non-improving steps.
 //
-// Cost: `CostFn` is the measurement hook. The default is model_cost(), a deterministic analytic
-// model (flops, global/local bytes, parallel and vector loops) — results carry measured=false. A
-// backend measurement (interleaved A-vs-B timing) plugs in by passing another CostFn with
-// measured=true. Determinism: nothing depends on time or thread scheduling.
+// Cost: `CostFn` ranks and prunes candidates. The default is model_cost(), a deterministic
+// analytic model (flops, global/local bytes, parallel and vector loops) — results carry
+// measured=false. `steptp generate` keeps the model here (so trajectories never depend on timing
+// noise) and times the transitions that become records afterwards, on the CPU backend
+// (dataset/measurement.h). Another CostFn (measured=true) can still be plugged in. Determinism:
+// with the model, nothing depends on time or thread scheduling.
 #pragma once
 
 #include <cstdint>
