@@ -193,6 +193,22 @@ TEST(CpuBackend, ErrorInOneChunkIsAttributedToItsKernel) {
   }
 }
 
+TEST(CpuBackend, CacheDirRemovedWhileCompilerLives) {
+  // The cache is cleaned between two batches of one compiler: it recreates the dir and the PCH.
+  TempDir dir("cpu-cleaned");
+  CompilerOptions o{.cache_dir = dir.path, .jobs = 1};
+  o.flags.push_back("-DSTEPTP_TEST_CLEANED=1");
+  KernelCompiler cc(o);
+  auto ps = distinct_programs(2);
+  ASSERT_TRUE(build_cpu_programs({ps[0]}, {}, &cc)[0].program);
+  std::filesystem::remove_all(dir.path);
+  auto r = build_cpu_programs({ps[1]}, {}, &cc);
+  ASSERT_TRUE(r[0].program) << r[0].error;
+  EXPECT_EQ(cc.stats().pch_builds, 2);
+  auto in = interp::generate_inputs(ps[1], 2);
+  EXPECT_EQ(compare_values(r[0].program->run(in), interp::run_program(ps[1], in), kAtolF64, kRtolF64), "");
+}
+
 TEST(CpuBackend, ConcurrentCompilersShareOneCache) {
   // Two compilers (as two processes would) fill one cache with the same kernels at once: both
   // get working kernels, and the cache ends with one object per kernel and one PCH.

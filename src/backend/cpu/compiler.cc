@@ -166,13 +166,15 @@ int KernelCompiler::jobs() const {
 
 std::string KernelCompiler::prelude_header() {
   std::lock_guard lock(pch_mu_);
-  if (pch_tried_) return pch_header_;
+  std::error_code ec;
+  // Memoized, unless the header vanished since (cache cleaned while this process runs).
+  if (pch_tried_ && (pch_header_.empty() || fs::exists(pch_header_, ec))) return pch_header_;
   pch_tried_ = true;
+  pch_header_.clear();
   // Only GCC reads X.h.gch for `-include X.h` (and validates it, falling back to X.h).
   if (!o_.precompiled_prelude || identity_.find("Free Software Foundation") == std::string::npos) return "";
   std::string header = fmt::format("{}/prelude-{}.h", dir_, content_hash(identity_));
   std::string gch = header + ".gch";
-  std::error_code ec;
   if (!fs::exists(header, ec)) write_file_atomically(header, unique_tmp(dir_, ".h"), cpu_prelude());
   if (!fs::exists(gch, ec)) {
     // Compiled from a private copy, then renamed into place: a concurrent process either sees
@@ -285,6 +287,8 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
   }
   std::map<std::string, std::string> errors;
   if (!missing.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);  // it may have been removed since the constructor ran
     // Chunks balanced by code size: largest kernel first into the currently smallest chunk
     // (ties by key, so the split is deterministic).
     std::vector<std::pair<std::string, std::string>> order(missing.begin(), missing.end());
