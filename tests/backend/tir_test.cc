@@ -90,6 +90,21 @@ TEST(TvmScript, KeyCorrectnessPoints) {
   EXPECT_EQ(old.find("sblock"), std::string::npos);
 }
 
+TEST(TvmScript, IntegerMinMaxInitIsTheIntegerLimit) {
+  // Regression (whole-suite TVM check, argmax/argmin workloads): an i64 min accumulation was
+  // initialised with T.Cast("int64", T.float64("inf")), which TVM refuses to build ("Cannot
+  // convert infinity to BigInt"); the identity of min/max on an integer type is its limit.
+  auto p = leir::program_from_text(
+      "input A: f64[4,8]\noutput C: i64[4]\noutput E: i32[4]\n"
+      "B^{4}_{tx=0}L^{8}_{a=0}[C^{i64,g}_{tx}=min(C^{i64,g}_{tx},if_then_else(A^{f64,g}_{tx,a}>0,a,8));];"
+      "B^{4}_{tx=0}L^{8}_{a=0}[E^{i32,g}_{tx}=max(E^{i32,g}_{tx},a);];",
+      "intminmax.leir");
+  std::string t = tir::emit_tvmscript(p);
+  EXPECT_NE(t.find("= T.int64(9223372036854775807)"), std::string::npos) << t;
+  EXPECT_NE(t.find("= T.int32(-2147483648)"), std::string::npos) << t;
+  EXPECT_EQ(t.find("inf"), std::string::npos) << t;
+}
+
 TEST(TvmScript, DeterministicAcrossRunsAndThreads) {
   auto programs = golden_programs();
   for (auto& c : testing::corpus_cases()) programs.emplace_back(c.program.name, c.program);

@@ -241,6 +241,21 @@ struct Emitter {
     return std::string(tvm_dtype(rank < 0 ? DType::F64 : best));
   }
 
+  // An identity stored into a tensor of dtype d. A max/min identity (±inf) of an integer tensor
+  // is the integer type's limit: TVM cannot cast an infinite float constant to an integer
+  // ("Cannot convert infinity to BigInt"), and the limit is the identity of max/min there.
+  std::string init_store(DType d, double v) const {
+    if (std::isinf(v) && !leir::is_floating(d) && d != DType::Bool) {
+      int bits = d == DType::I64 ? 64 : d == DType::I32 ? 32 : d == DType::I16 ? 16 : 8;
+      bool is_unsigned = d == DType::U8;
+      std::string limit = is_unsigned ? (v > 0 ? "255" : "0")
+                          : v > 0     ? fmt::format("{}", (uint64_t{1} << (bits - 1)) - 1)
+                                      : fmt::format("-{}", uint64_t{1} << (bits - 1));
+      return fmt::format("T.{}({})", tvm_dtype(d), limit);
+    }
+    return store(d, lit(v, ct));
+  }
+
   std::string store(DType d, const std::string& v) const {
     if (d == DType::Bool) return v + " != " + lit(0, ct);
     if (tvm_dtype(d) == ct) return v;
@@ -387,7 +402,7 @@ struct Emitter {
       line("with T.init():");
       std::string saved = ct;
       ct = std::string(leir::is_floating(d) ? tvm_dtype(d) : "float64");
-      line(fmt::format("    {} = {}", access(s.lhs), store(d, lit(identity_value(acc->second), ct))));
+      line(fmt::format("    {} = {}", access(s.lhs), init_store(d, identity_value(acc->second))));
       ct = saved;
     }
     line(fmt::format("{} = {}", access(s.lhs), store(d, strip_parens(value(s.rhs)))));
@@ -430,7 +445,7 @@ struct Emitter {
     }
     line(fmt::format("T.reads({})", rd));
     line(fmt::format("T.writes({})", region(s.lhs)));
-    line(fmt::format("{} = {}", access(s.lhs), store(d, lit(identity_value(plan.accum.at(&s)), ct))));
+    line(fmt::format("{} = {}", access(s.lhs), init_store(d, identity_value(plan.accum.at(&s)))));
     --indent;
     block_vars.clear();
     close_loops(opened, sp.size());
