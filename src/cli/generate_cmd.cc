@@ -39,6 +39,16 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--per-strategy-per-state", o->per_strategy_per_state, "max steps of one strategy kept per state")->capture_default_str();
   sub.add_option("--trivial-keep", o->trivial_keep, "keep probability of trivially applicable strategies")->capture_default_str();
   sub.add_option("--multi-answer-max", o->multi_answer_max, "answers per multi-answer record")->capture_default_str();
+  sub.add_option("--multi-trivial-max", o->multi_trivial_max,
+                 "max trivially applicable strategies per multi-answer set")->capture_default_str();
+  sub.add_option("--multi-per-strategy-cap", o->multi_per_strategy_cap,
+                 "max multi-answer records a strategy appears in")->capture_default_str();
+  sub.add_option("--format", o->format,
+                 "chat layout: steptp (train/eval.jsonl), public (public_train/public_eval.jsonl: the "
+                 "reconstructed public Step-TP layout) or both")->capture_default_str();
+  sub.add_option("--token-sample", o->token_sample,
+                 "programs in the LEIR vs TVMScript/C++/CUDA token comparison of stats.json (-1 = all, 0 = off)")
+      ->capture_default_str();
   sub.add_option("--eval-fraction", o->eval_fraction, "share of workload families held out for eval")->capture_default_str();
   auto cost = std::make_shared<std::string>("measured");
   sub.add_option("--cost", *cost,

@@ -1,5 +1,7 @@
 // steptp tokens FILE... [--json] [--tokenizer PATH]: Qwen3 token count of each file and the total.
 // Files are read as raw bytes (ill-formed UTF-8 counts as U+FFFD, as HF would see it).
+// steptp tokens --compare PROGRAM_FILE... [--json]: tokens of each program's LEIR vs its
+// TVMScript, C++ and CUDA C lowerings (dataset/token_stats.h; the same numbers stats.json has).
 // Exit codes: 0 success, 1 a file or the tokenizer cannot be read.
 #include <fmt/format.h>
 
@@ -10,6 +12,8 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "dataset/token_stats.h"
+#include "leir/program_io.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace steptp::cli {
@@ -19,14 +23,45 @@ RegisterCommand reg{{"tokens", "count Qwen3 tokens of each file (and the total)"
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   auto tok_path = std::make_shared<std::string>();
+  auto compare = std::make_shared<bool>(false);
   sub.add_option("FILE", *files, "text files to tokenize")->required();
   sub.add_flag("--json", *json, "print {\"files\":[{\"path\",\"tokens\",\"bytes\"}],\"total\":N}");
+  sub.add_flag("--compare", *compare,
+               "FILEs are LEIR programs (.json/.jsonl/.leir): compare LEIR vs TVMScript/C++/CUDA token counts");
   sub.add_option("--tokenizer", *tok_path,
                  "tokenizer.json (default: shared/tokenizers/qwen3/tokenizer.json, found via "
                  "$STEPTP_SHARED, ../shared, or beside the executable's ancestors)");
   return [=]() -> int {
     const std::string path = tok_path->empty() ? tokenizer::default_qwen3_path() : *tok_path;
     const auto tok = tokenizer::BpeTokenizer::load(path);
+    if (*compare) {
+      std::vector<leir::Program> programs;
+      for (const auto& f : *files)
+        for (auto& p : leir::read_programs(f)) programs.push_back(std::move(p));
+      const auto cmp = dataset::compare_tokens(programs, tok, /*per_program=*/true);
+      if (*json) {
+        std::cout << cmp.dump() << "\n";
+        return 0;
+      }
+      std::cout << fmt::format("{:<32}", "program");
+      for (const auto& c : dataset::token_columns()) std::cout << fmt::format(" {:>10}", c);
+      std::cout << "\n";
+      for (const auto& r : cmp["per_program"]) {
+        std::cout << fmt::format("{:<32}", r["name"].get<std::string>());
+        for (const auto& c : dataset::token_columns()) std::cout << fmt::format(" {:>10}", r[c].get<int64_t>());
+        std::cout << "\n";
+      }
+      std::cout << fmt::format("{:<32}", "total");
+      for (const auto& c : dataset::token_columns()) std::cout << fmt::format(" {:>10}", cmp["totals"][c].get<int64_t>());
+      std::cout << "\n";
+      for (const auto& [k, v] : cmp["ratio_of_totals"].items())
+        std::cout << fmt::format("ratio {:<22} {:.4f} (median per program {:.4f})\n", k, v.get<double>(),
+                                 cmp["median_ratio"][k].get<double>());
+      for (const auto& t : dataset::token_targets())
+        for (const auto& [reason, n] : cmp["excluded"][t]["reasons"].items())
+          std::cout << fmt::format("excluded by {}: {} x {}\n", t, n.get<int>(), reason);
+      return 0;
+    }
     nlohmann::json out_files = nlohmann::json::array();
     size_t total = 0;
     for (const auto& f : *files) {

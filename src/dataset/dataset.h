@@ -43,6 +43,16 @@ struct GenerateOptions {
   int per_strategy_per_state = 2;    // max single steps of one strategy kept per search state
   double trivial_keep = 0.5;         // keep probability of trivially applicable strategies
   int multi_answer_max = 3;          // answers per multi-answer record (>= 2 distinct strategies)
+  // Shortcut policy for multi-answer records (dataset/shortcut.h): at most this many trivially
+  // applicable strategies per answer set, and at most this many multi-answer records per strategy.
+  int multi_trivial_max = 1;
+  int multi_per_strategy_cap = 40;
+  // Export layout: "steptp" (train/eval.jsonl), "public" (public_train/public_eval.jsonl, the
+  // reconstructed public Step-TP layout, dataset/public_format.h) or "both".
+  std::string format = "steptp";
+  // Distinct programs (roots, parents, results) in the LEIR vs TVMScript/C++/CUDA token
+  // comparison of stats.json (dataset/token_stats.h): a seeded sample; -1 = all, 0 = off.
+  int token_sample = 200;
   double eval_fraction = 0.2;        // share of workload families held out for eval
   // Cost of records (dataset/measurement.h). measured: every record is timed on the CPU backend
   // against its parent and the root (interleaved; kept in the measurement store); false: the

@@ -18,6 +18,9 @@
 
 #include "dataset/dataset.h"
 #include "dataset/measurement.h"
+#include "dataset/public_format.h"
+#include "dataset/shortcut.h"
+#include "dataset/token_stats.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
@@ -62,6 +65,8 @@ json options_json(const GenerateOptions& o) {
           {"per_strategy_per_state", o.per_strategy_per_state},
           {"trivial_keep", o.trivial_keep},
           {"multi_answer_max", o.multi_answer_max},
+          {"multi_trivial_max", o.multi_trivial_max},
+          {"multi_per_strategy_cap", o.multi_per_strategy_cap},
           {"eval_fraction", o.eval_fraction},
           {"cost", o.measured ? "measured" : "model"},
           {"measure_min_time", o.measure_min_time},
@@ -74,6 +79,7 @@ std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<R
   json j = options_json(o);
   // Measurement happens after filtering (dataset/measurement.h): not part of the raw records.
   for (const char* k : {"cost", "measure_min_time", "measure_threads", "improve_threshold"}) j.erase(k);
+  j.erase("multi_per_strategy_cap");  // applied at export only
   std::string s = j.dump() + kVersion;
   for (const auto& r : roots) s += r.key + search::hex64(search::program_hash(r.program));
   return search::hex64(fnv(s));
@@ -94,6 +100,11 @@ void validate(const GenerateOptions& o) {
   if (o.eval_fraction < 0 || o.eval_fraction >= 1) bad("--eval-fraction must be in [0, 1)");
   if (o.per_strategy_per_state < 1 || o.non_improving_per_state < 0) bad("per-state limits must be >= 1 / >= 0");
   if (o.multi_answer_max < 2) bad("--multi-answer-max must be >= 2");
+  if (o.multi_trivial_max < 0) bad("--multi-trivial-max must be >= 0");
+  if (o.multi_per_strategy_cap < 1) bad("--multi-per-strategy-cap must be >= 1");
+  if (o.format != "steptp" && o.format != "public" && o.format != "both")
+    bad("--format must be steptp, public or both (got '" + o.format + "')");
+  if (o.token_sample < -1) bad("--token-sample must be >= 0 (or -1 for all)");
   if (!(o.measure_min_time >= 0 && o.measure_min_time <= 10)) bad("--measure-min-time must be in [0, 10] seconds");
   if (o.measure_threads < 1 || o.measure_threads > 1024) bad("--measure-threads must be in [1, 1024]");
   if (!(o.improve_threshold > 0)) bad("--improve-threshold must be > 0");
@@ -165,34 +176,6 @@ void write_atomic(const fs::path& path, const std::string& data) {
     if (!f) throw std::runtime_error("cannot write " + tmp.string());
   }
   fs::rename(tmp, path);
-}
-
-const std::set<std::string>& trivial_strategies() {
-  static const std::set<std::string> s = {"loop_unrolling", "loop_parallelization", "loop_vectorization",
-                                          "loop_binding", "expression_reorder", "set_storage_scope",
-                                          "dead_code_elimination", "loop_split"};
-  return s;
-}
-const std::map<std::string, std::string>& inverses() {
-  static const std::map<std::string, std::string> m = [] {
-    std::vector<std::pair<std::string, std::string>> pairs = {
-        {"operator_fusion", "operator_fission"},
-        {"tensor_concat_to_fuse_operators", "tensor_split_to_decouple_operators"},
-        {"factorization", "expand_factorization"},
-        {"cancellation", "expand_cancellation"},
-        {"apart", "together"},
-        {"powsimp", "expand_powsimp"},
-        {"expand_log", "logsimp"},
-        {"collect", "expand_collect"},
-        {"loop_split", "loop_fusion"}};
-    std::map<std::string, std::string> r;
-    for (auto& [a, b] : pairs) {
-      r[a] = b;
-      r[b] = a;
-    }
-    return r;
-  }();
-  return m;
 }
 
 json quantiles(std::vector<double> v) {
@@ -427,6 +410,31 @@ GenerateSummary generate(const GenerateOptions& o) {
       if (++count[s] > o.per_strategy_cap) { keep[i] = 0; drops["per_strategy_cap"]++; }
     }
   }
+  // Multi-answer records: at most multi_per_strategy_cap appearances per strategy, in a seeded
+  // order. An over-cap answer is removed; the record goes when its first answer (the one its
+  // facts describe) is over cap or fewer than 2 answers remain.
+  {
+    auto order = strategies::choose_indices(recs.size(), recs.size(), strategies::mix_seed(o.seed, 0x3a17));
+    std::map<std::string, int> count;
+    for (size_t i : order) {
+      if (!keep[i] || recs[i]["kind"] != "multi") continue;
+      json& answers = recs[i]["answers"];
+      std::vector<char> over(answers.size(), 0);
+      int left = 0;
+      for (size_t k = 0; k < answers.size(); ++k) {
+        over[k] = count[answers[k]["strategy"].get<std::string>()] >= o.multi_per_strategy_cap;
+        left += !over[k];
+      }
+      if (over[0] || left < 2) { keep[i] = 0; drops["multi_per_strategy_cap"]++; continue; }
+      json kept = json::array();
+      for (size_t k = 0; k < answers.size(); ++k) {
+        if (over[k]) { drops["multi_answer_over_cap"]++; continue; }
+        count[answers[k]["strategy"].get<std::string>()]++;
+        kept.push_back(answers[k]);
+      }
+      answers = kept;
+    }
+  }
 
   // ---- measure the kept records on the CPU backend (dataset/measurement.h) ----
   MeasureSummary meas;
@@ -441,11 +449,15 @@ GenerateSummary generate(const GenerateOptions& o) {
 
   // ---- export ----
   tokenizer::BpeTokenizer tok = tokenizer::BpeTokenizer::load(tokenizer::default_qwen3_path());
-  std::string train, eval, steps;
+  const bool steptp_layout = o.format != "public", public_layout = o.format != "steptp";
+  std::string train, eval, steps, public_train, public_eval;
+  std::map<std::string, int> multi_appearances;
+  int multi_slots = 0;
+  std::map<std::string, std::string> programs_by_hash;  // distinct programs of the kept records
   std::map<std::string, std::map<std::string, int>> per_strategy;
   std::map<std::string, int> classes, exactness, labels;
   std::vector<double> sp_parent, sp_root;
-  std::vector<double> tok_train, tok_eval;
+  std::vector<double> tok_train, tok_eval, tok_public_train, tok_public_eval;
   int64_t tok_cot = 0;
   std::set<std::string> covered;
   int n = 0;
@@ -464,6 +476,23 @@ GenerateSummary generate(const GenerateOptions& o) {
     r["tokens"] = ntok;
     if (split == "eval") { eval += chat_line; tok_eval.push_back(double(ntok)); sum.eval++; }
     else { train += chat_line; tok_train.push_back(double(ntok)); sum.train++; }
+    if (public_layout) {
+      json pub = make_public_chat(r);
+      size_t ptok = 0;
+      for (const auto& m : pub["messages"]) ptok += tok.count(m["content"].get<std::string>());
+      (split == "eval" ? tok_public_eval : tok_public_train).push_back(double(ptok));
+      (split == "eval" ? public_eval : public_train) += pub.dump() + "\n";
+    }
+    if (r["kind"] == "multi") {
+      for (const auto& a : r["answers"]) multi_appearances[a["strategy"].get<std::string>()]++;
+      multi_slots += int(r["answers"].size());
+    }
+    if (o.token_sample != 0) {
+      programs_by_hash.emplace(r["root"]["hash"].get<std::string>(), r["root_program"].get<std::string>());
+      programs_by_hash.emplace(r["parent_hash"].get<std::string>(), r["parent_program"].get<std::string>());
+      for (const auto& a : r["answers"])
+        programs_by_hash.emplace(a["result_hash"].get<std::string>(), a["result_program"].get<std::string>());
+    }
     steps += r.dump() + "\n";
     sum.steps++;
     (r["kind"] == "multi" ? sum.multi : sum.single)++;
@@ -510,6 +539,30 @@ GenerateSummary generate(const GenerateOptions& o) {
                             {"eval", quantiles(tok_eval)},
                             {"cot_total", tok_cot}}},
                 {"roots", root_stats}};
+  if (public_layout)
+    stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};
+  {
+    json share = json::object();
+    for (const auto& [s, n] : multi_appearances)
+      share[s] = {{"records", n}, {"share_of_answers", multi_slots ? std::round(1e4 * n / multi_slots) / 1e4 : 0.0}};
+    stats["multi_answer"] = {{"answers", multi_slots},
+                             {"per_strategy_cap", o.multi_per_strategy_cap},
+                             {"trivial_max_per_set", o.multi_trivial_max},
+                             {"per_strategy", share}};
+  }
+  if (o.token_sample != 0) {
+    // A seeded sample of the distinct programs (in hash order) so the comparison stays cheap.
+    std::vector<const std::string*> texts;
+    for (const auto& [h, t] : programs_by_hash) texts.push_back(&t);
+    size_t n = o.token_sample < 0 ? texts.size() : std::min(texts.size(), size_t(o.token_sample));
+    auto pick = strategies::choose_indices(texts.size(), n, strategies::mix_seed(o.seed, 0x70c5));
+    std::sort(pick.begin(), pick.end());
+    std::vector<leir::Program> progs;
+    for (size_t i : pick) progs.push_back(leir::program_from_text(*texts[i]));
+    json cmp = compare_tokens(progs, tok);
+    cmp["distinct_programs"] = texts.size();
+    stats["token_comparison"] = cmp;
+  }
   std::string stats_text = stats.dump(1) + "\n";
   json eval_f = json::array(), train_f = json::array();
   for (const auto& f : families) (eval_fams.count(f) ? eval_f : train_f).push_back(f);
@@ -527,13 +580,24 @@ GenerateSummary generate(const GenerateOptions& o) {
                    {"split", {{"by", "workload family"}, {"train_families", train_f}, {"eval_families", eval_f}}},
                    {"counts", {{"roots", sum.roots}, {"records", sum.steps}, {"train", sum.train}, {"eval", sum.eval},
                                {"single", sum.single}, {"multi", sum.multi}}},
-                   {"files", {{"train.jsonl", search::hex64(fnv(train))},
-                              {"eval.jsonl", search::hex64(fnv(eval))},
-                              {"steps.jsonl", search::hex64(fnv(steps))},
+                   {"files", {{"steps.jsonl", search::hex64(fnv(steps))},
                               {"stats.json", search::hex64(fnv(stats_text))}}}};
+  manifest["options"]["format"] = o.format;
+  manifest["options"]["token_sample"] = o.token_sample;
   fs::path out(o.out_dir);
-  write_atomic(out / "train.jsonl", train);
-  write_atomic(out / "eval.jsonl", eval);
+  // Each layout's files exist only when it was asked for (no stale files of an earlier run).
+  std::vector<std::pair<std::string, const std::string*>> layout_files = {
+      {"train.jsonl", steptp_layout ? &train : nullptr}, {"eval.jsonl", steptp_layout ? &eval : nullptr},
+      {"public_train.jsonl", public_layout ? &public_train : nullptr},
+      {"public_eval.jsonl", public_layout ? &public_eval : nullptr}};
+  for (const auto& [name, data] : layout_files) {
+    if (data) {
+      manifest["files"][name] = search::hex64(fnv(*data));
+      write_atomic(out / name, *data);
+    } else {
+      fs::remove(out / name, ec);
+    }
+  }
   write_atomic(out / "steps.jsonl", steps);
   write_atomic(out / "stats.json", stats_text);
   write_atomic(out / "manifest.json", manifest.dump(1) + "\n");

@@ -9,6 +9,7 @@
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
 #include "dataset/dataset.h"
+#include "dataset/shortcut.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
@@ -259,11 +260,15 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
       records.push_back(std::move(rec));
     }
     // One multi-answer record per state: distinct strategies, best modelled cost first.
+    // Shortcut policy (dataset/shortcut.h): at most multi_trivial_max trivially applicable
+    // strategies per set; the next-cheapest non-trivial steps take the other places.
     std::set<std::string> used;
     json answers = json::array();
+    int trivial = 0;
     for (size_t i : by_cost) {
       const auto& t = res.transitions[i];
       if (used.count(t.strategy)) continue;
+      if (is_trivial_strategy(t.strategy) && trivial++ >= o.multi_trivial_max) continue;
       used.insert(t.strategy);
       answers.push_back(answer_json(t, r.key, seq++));
       if (int(answers.size()) >= o.multi_answer_max) break;
