@@ -60,6 +60,7 @@ inline CudaLowering lower_cuda(const std::vector<SuiteProgram>& programs, size_t
 inline void print_cuda_lowering(const CudaLowering& r, size_t total) {
   std::cout << fmt::format("[cuda] {} programs: {} lowered, {} rejected\n", total, r.lowered, r.rejected);
   for (const auto& [why, n] : r.reasons) std::cout << fmt::format("  {:>4}  {}\n", n, why.substr(0, 200));
+  std::cout.flush();  // the nvcc step after it takes minutes
 }
 
 }  // namespace steptp::backend::testing
