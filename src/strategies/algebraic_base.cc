@@ -83,6 +83,12 @@ std::vector<SignedTerm> signed_terms(const ExprPtr& e) {
   return terms;
 }
 
+// Whether `target` is the body itself or one of the `spine` operators chaining its terms
+// (paths [], [0], [0,0], ...): the rewrite may have changed how many terms there are.
+bool on_spine(const std::vector<int>& target, size_t spine) {
+  return target.size() < spine && std::all_of(target.begin(), target.end(), [](int k) { return k == 0; });
+}
+
 std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& path, std::string& why) {
   if (!leir::is_floating(s.lhs->dtype)) {
     why = "stores into " + std::string(leir::to_string(s.lhs->dtype)) +
@@ -95,7 +101,7 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
   auto acc = analysis::accumulation_of(s);
   if (!acc) {
     v.body = s.rhs;
-    v.reassemble = [](const ExprPtr& b) { return b; };
+    v.reassemble = [](const ExprPtr& b, const std::vector<int>&) { return b; };
     return v;
   }
   if (acc->other_self_reads > 0) {
@@ -123,9 +129,24 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
         return std::nullopt;
       }
       v.body = additive_chain(rest);
-      v.reassemble = [lhs](const ExprPtr& b) {
+      const size_t spine = rest.size() - 1;
+      v.reassemble = [lhs, spine](const ExprPtr& b, const std::vector<int>& target) {
         std::vector<SignedTerm> terms{{lhs, true}};
-        for (auto& t : signed_terms(b)) terms.push_back(t);
+        if (on_spine(target, spine)) {
+          for (auto& t : signed_terms(b)) terms.push_back(t);
+        } else {
+          // Unchain exactly the `spine` operators the view built; the terms stay whole.
+          std::vector<SignedTerm> rev;
+          ExprPtr e = b;
+          for (size_t k = 0; k < spine; ++k) {
+            rev.push_back({e->args[1], e->bop == BinaryOp::Add});
+            e = e->args[0];
+          }
+          SignedTerm first{e, true};
+          if (e->kind == ExprKind::Unary) first = {e->args[0], false};
+          terms.push_back(first);
+          terms.insert(terms.end(), rev.rbegin(), rev.rend());
+        }
         return additive_chain(terms);
       };
       return v;
@@ -149,9 +170,20 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
       ExprPtr body = rest[0];
       for (size_t i = 1; i < rest.size(); ++i) body = leir::make_binary(BinaryOp::Mul, body, rest[i]);
       v.body = body;
-      v.reassemble = [lhs](const ExprPtr& b) {
+      const size_t spine = rest.size() - 1;
+      v.reassemble = [lhs, spine](const ExprPtr& b, const std::vector<int>& target) {
         std::vector<ExprPtr> fs;
-        flatten_product(b, fs);
+        if (on_spine(target, spine)) {
+          flatten_product(b, fs);
+        } else {
+          ExprPtr e = b;
+          for (size_t k = 0; k < spine; ++k) {
+            fs.push_back(e->args[1]);
+            e = e->args[0];
+          }
+          fs.push_back(e);
+          std::reverse(fs.begin(), fs.end());
+        }
         ExprPtr acc = lhs;
         for (auto& f : fs) acc = leir::make_binary(BinaryOp::Mul, acc, f);
         return acc;
@@ -163,7 +195,7 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
       bool self_first = s.rhs->args[0] == self;
       v.body = s.rhs->args[self_first ? 1 : 0];
       Func f = s.rhs->func;
-      v.reassemble = [lhs, self_first, f](const ExprPtr& b) {
+      v.reassemble = [lhs, self_first, f](const ExprPtr& b, const std::vector<int>&) {
         return self_first ? leir::make_call(f, {lhs, b}) : leir::make_call(f, {b, lhs});
       };
       return v;
@@ -621,7 +653,7 @@ AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const Program& p, const St
     return {std::nullopt, "not equivalent in float64: " + why};
 
   leir::Stmt s = *v.stmt;
-  s.rhs = v.reassemble(replace_at(v.body, t.path, r.result));
+  s.rhs = v.reassemble(replace_at(v.body, t.path, r.result), t.path);
   if (analysis::is_accumulation(s) != v.accumulation)
     return {std::nullopt, v.accumulation ? "the result would no longer be an accumulation"
                                           : "the result would read as an accumulation"};

@@ -44,8 +44,10 @@ struct StmtView {
   const leir::Stmt* stmt = nullptr;
   leir::ExprPtr body;       // the right side without the accumulator term (whole RHS otherwise)
   bool accumulation = false;
-  // Rebuilds the statement's right side around a rewritten body.
-  std::function<leir::ExprPtr(const leir::ExprPtr&)> reassemble;
+  // Rebuilds the statement's right side around a body rewritten at `target` (a path into
+  // `body`). A rewrite inside one term of an accumulation keeps that term one operand (R+(x+x-x),
+  // not R+x+x-x, whose rounding differs); a rewrite of the term chain itself is re-chained.
+  std::function<leir::ExprPtr(const leir::ExprPtr& body, const std::vector<int>& target)> reassemble;
 };
 
 // A sub-expression of StmtView::body, addressed by child indices from body.

@@ -23,6 +23,7 @@
 
 #include "analysis/accumulation.h"
 #include "analysis/affine.h"
+#include "analysis/footprint.h"
 #include "analysis/names.h"
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
@@ -104,32 +105,61 @@ void collect_accesses(const ExprPtr& e, std::vector<ExprPtr>& out) {
   for (const auto& a : e->args) collect_accesses(a, out);
 }
 
-// A nest copying a `count`-wide slab along `dim` of a tensor of `shape`:
-// Dst_{i.., j+dst_off, ..} = Src_{i.., j+src_off, ..}; several such statements share one nest
-// when their slabs have the same extents.
-Nest copy_nest(const std::vector<int64_t>& shape, int dim, int64_t count,
+// A nest copying a `count`-wide slab along `dim` of the box `box` (inclusive index ranges per
+// dimension; `dim`'s own range is replaced by the slab):
+// Dst_{i+lo.., j+dst_off, ..} = Src_{i+lo.., j+src_off, ..}; several such statements share one
+// nest when their slabs have the same extents.
+Nest copy_nest(const analysis::Box& box, int dim, int64_t count,
                const std::vector<std::tuple<ExprPtr, std::string, int64_t, ExprPtr, std::string, int64_t>>& copies) {
   std::vector<Loop> loops;
-  auto names = analysis::standalone_vars(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
+  auto names = analysis::standalone_vars(box.size());
+  for (size_t d = 0; d < box.size(); ++d) {
     Loop l;
     l.kind = d == 0 ? leir::LoopKind::Bound : leir::LoopKind::Serial;
     l.var = d == 0 ? "tx" : names[d - 1];
-    l.extent = static_cast<int>(d) == dim ? count : shape[d];
+    l.extent = static_cast<int>(d) == dim ? count : box[d].hi - box[d].lo + 1;
     loops.push_back(l);
   }
   std::vector<Stmt> stmts;
   for (const auto& [dst_like, dst, dst_off, src_like, src, src_off] : copies) {
     std::vector<ExprPtr> di, si;
-    for (size_t d = 0; d < shape.size(); ++d) {
+    for (size_t d = 0; d < box.size(); ++d) {
       auto v = leir::make_var(loops[d].var);
       bool here = static_cast<int>(d) == dim;
-      di.push_back(here ? plus_const(v, dst_off) : v);
-      si.push_back(here ? plus_const(v, src_off) : v);
+      di.push_back(plus_const(v, here ? dst_off : box[d].lo));
+      si.push_back(plus_const(v, here ? src_off : box[d].lo));
     }
     stmts.push_back(make_stmt(access_like(*dst_like, dst, di), access_like(*src_like, src, si)));
   }
   return make_nest(loops, stmts);
+}
+
+analysis::Box whole(const std::vector<int64_t>& shape) {
+  analysis::Box box;
+  for (int64_t n : shape) box.push_back({0, n - 1});
+  return box;
+}
+
+// The box a staging copy of `tensor` covers, for reads `accesses` in a nest over `loops` at
+// top-level item `at`: the whole tensor for a program input (every element is defined); for an
+// intermediate, the read box (within its shape) when earlier statements wrote all of it, or
+// nullopt: a copy could read unset elements (a cache of a slice, a strided write).
+std::optional<analysis::Box> copy_box(const Program& p, const leir::TensorTable& table, const std::string& tensor,
+                                      const std::vector<ExprPtr>& accesses, const std::vector<Loop>& loops, int at) {
+  analysis::Box all = whole(table.at(tensor).shape);
+  if (is_known(p, tensor) && !is_output(p, tensor)) return all;
+  auto read = analysis::read_footprint(accesses, analysis::loop_ranges(loops));
+  analysis::Box box = read ? analysis::intersect(read->box, all) : all;
+  if (!analysis::covered(box, analysis::write_footprints(p.body, at, tensor))) return std::nullopt;
+  return box;
+}
+
+std::vector<ExprPtr> accesses_of(const ExprPtr& e, const std::string& tensor) {
+  std::vector<ExprPtr> all, out;
+  collect_accesses(e, all);
+  for (const auto& a : all)
+    if (a->tensor == tensor) out.push_back(a);
+  return out;
 }
 
 std::vector<Loop> with_extent(std::vector<Loop> loops, const std::string& v, int64_t extent) {
@@ -196,8 +226,8 @@ struct ConcatPlan {
   std::vector<std::tuple<std::string, std::string, int>> concat;  // (T1, T2, dim) copied
 };
 
-std::string plan_concat(const Program& p, const analysis::UseDef& ud, int i, int j, const std::string& v,
-                        ConcatPlan& plan) {
+std::string plan_concat(const Program& p, const analysis::UseDef& ud, const leir::TensorTable& table, int i, int j,
+                        const std::string& v, ConcatPlan& plan) {
   const Stmt* s1 = single_stmt(p, i);
   const Stmt* s2 = single_stmt(p, j);
   const Nest& a = p.body[i].nest;
@@ -241,7 +271,11 @@ std::string plan_concat(const Program& p, const analysis::UseDef& ud, int i, int
       if (t1 != t2) return fmt::format("{} and {} are not indexed by {} but differ", t1, t2, v);
       continue;
     }
-    if (seen.insert({t1, t2, d}).second) plan.concat.push_back({t1, t2, d});
+    if (!seen.insert({t1, t2, d}).second) continue;
+    if (!copy_box(p, table, t1, accesses_of(s1->rhs, t1), a.loops, i) ||
+        !copy_box(p, table, t2, accesses_of(s2->rhs, t2), b.loops, j))
+      return fmt::format("{} or {} is an intermediate not written everywhere the nest reads it (a copy could read unset elements)", t1, t2);
+    plan.concat.push_back({t1, t2, d});
   }
   return "";
 }
@@ -267,8 +301,8 @@ class TensorConcat final : public ConsideringStrategy {
     ConcatPlan plan;
     int i = s.path[0], j = s.path[1];
     if (!single_stmt(p, i) || !single_stmt(p, j)) return std::nullopt;
-    if (!plan_concat(p, ud, i, j, std::get<std::string>(it->second), plan).empty()) return std::nullopt;
     auto table = leir::build_tensor_table(p);
+    if (!plan_concat(p, ud, table, i, j, std::get<std::string>(it->second), plan).empty()) return std::nullopt;
     const Stmt& s1 = *single_stmt(p, i);
     const Stmt& s2 = *single_stmt(p, j);
     analysis::NameAllocator alloc(p);
@@ -281,10 +315,16 @@ class TensorConcat final : public ConsideringStrategy {
       for (size_t k = 0; k < sh1.size(); ++k)
         if (static_cast<int>(k) != d && sh1[k] != sh2[k]) return std::nullopt;
       std::string buf = alloc.fresh_tensor();
-      ExprPtr like;
+      // The buffer takes t1's annotation (the one computation reads it where it read t1); each
+      // source keeps its own (t1 and t2 may differ in scope).
+      ExprPtr like, like2;
       for (const auto& r : r1) if (r->tensor == t1) like = r;
-      block.push_back(leir::Item::of(copy_nest(sh1, d, plan.n1, {{like, buf, 0, like, t1, 0}})));
-      block.push_back(leir::Item::of(copy_nest(sh2, d, plan.n2, {{like, buf, plan.n1, like, t2, 0}})));
+      for (const auto& r : accesses_of(s2.rhs, t2)) like2 = r;
+      auto box1 = copy_box(p, table, t1, accesses_of(s1.rhs, t1), p.body[i].nest.loops, i);
+      auto box2 = copy_box(p, table, t2, accesses_of(s2.rhs, t2), p.body[j].nest.loops, j);
+      if (!box1 || !box2) return std::nullopt;
+      block.push_back(leir::Item::of(copy_nest(*box1, d, plan.n1, {{like, buf, 0, like, t1, 0}})));
+      block.push_back(leir::Item::of(copy_nest(*box2, d, plan.n2, {{like, buf, plan.n1, like2, t2, 0}})));
       rename[t1] = buf;
     }
     // One computation over the concatenated domain.
@@ -325,6 +365,7 @@ class TensorConcat final : public ConsideringStrategy {
   std::vector<Considered> consider(const Program& p) const override {
     std::vector<Considered> out;
     auto ud = analysis::use_def(p);
+    std::optional<leir::TensorTable> table;
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       if (!single_stmt(p, i)) continue;
       for (int j = i + 1; j < static_cast<int>(p.body.size()); ++j) {
@@ -337,9 +378,10 @@ class TensorConcat final : public ConsideringStrategy {
                                          single_stmt(p, j)->lhs->tensor);
         std::string last;
         bool any = false;
+        if (!table) table = leir::build_tensor_table(p);  // only for programs with a candidate pair
         for (const auto& l : p.body[i].nest.loops) {
           ConcatPlan plan;
-          auto why = plan_concat(p, ud, i, j, l.var, plan);
+          auto why = plan_concat(p, ud, *table, i, j, l.var, plan);
           if (why.empty()) any = true;
           else last = fmt::format("axis {}: {}", l.var, why);
         }
@@ -355,9 +397,10 @@ class TensorConcat final : public ConsideringStrategy {
     std::vector<std::string> out;
     if (!single_stmt(p, i) || !single_stmt(p, j)) return out;
     auto ud = analysis::use_def(p);
+    auto table = leir::build_tensor_table(p);
     for (const auto& l : p.body[i].nest.loops) {
       ConcatPlan plan;
-      if (plan_concat(p, ud, i, j, l.var, plan).empty()) out.push_back(l.var);
+      if (plan_concat(p, ud, table, i, j, l.var, plan).empty()) out.push_back(l.var);
     }
     return out;
   }
@@ -460,13 +503,14 @@ class TensorSplit final : public ConsideringStrategy {
         bool consistent = d >= 0;
         for (const auto& r2 : reads)
           if (r2->tensor == r->tensor && plain_dim(*r2, v) != d) consistent = false;
-        dims[r->tensor] = consistent ? d : -1;
-        if (!consistent) continue;
+        // Tensors without a safe copy are read in place.
+        auto box = consistent ? copy_box(p, table, r->tensor, accesses_of(st.rhs, r->tensor), n.loops, i) : std::nullopt;
+        dims[r->tensor] = box ? d : -1;
+        if (!box) continue;
         lo[r->tensor] = alloc.fresh_tensor();
         hi[r->tensor] = alloc.fresh_tensor();
-        auto sh = shape_of(table, r->tensor);
-        block.push_back(leir::Item::of(copy_nest(sh, d, t, {{r, lo[r->tensor], 0, r, r->tensor, 0}})));
-        block.push_back(leir::Item::of(copy_nest(sh, d, ext - t, {{r, hi[r->tensor], 0, r, r->tensor, t}})));
+        block.push_back(leir::Item::of(copy_nest(*box, d, t, {{r, lo[r->tensor], 0, r, r->tensor, 0}})));
+        block.push_back(leir::Item::of(copy_nest(*box, d, ext - t, {{r, hi[r->tensor], 0, r, r->tensor, t}})));
       }
       std::string g = alloc.fresh_tensor(), h = alloc.fresh_tensor();
       lo[x] = g;
@@ -726,7 +770,7 @@ class PartiallyEquivalentThenCorrect final : public ConsideringStrategy {
     const ExprPtr& x2 = b.ps->rhs->args[1];
     std::vector<leir::Item> block;
     // 1. Concatenate the inputs along q.
-    block.push_back(leir::Item::of(copy_nest(shape_of(table, x1->tensor), q, ax.n,
+    block.push_back(leir::Item::of(copy_nest(whole(shape_of(table, x1->tensor)), q, ax.n,
                                              {{x1, cat, 0, x1, x1->tensor, 0}, {x1, cat, ax.n, x2, x2->tensor, 0}})));
     // 2. Pad the concatenation: same padding, the data range along q twice as long.
     const Expr* bound = ax.bound;

@@ -85,6 +85,37 @@ TEST(TensorSplit, SpatialSplitIsExactAndReductionSplitCombinesOnce) {
   }
 }
 
+// An intermediate set only where the nest reads it (a cache of a slice) is copied over that
+// footprint, never whole: a whole copy reads unset elements (found by the 500-composition sweep,
+// after cache_read_write staged G_{tx,a,d+5}). A sparse footprint is read in place.
+TEST(TensorSplit, CopiesOnlyTheFootprintOfPartlyWrittenIntermediates) {
+  const auto& s = strategy("tensor_split_to_decouple_operators");
+  auto p = parse_program(
+      "input H: f64[6,7]\noutput K: f64[6]\n"
+      "L^{6}_{a=0}L^{2}_{d=0}[G^{f64,l}_{a,d+5}=H^{f64,g}_{a,d+5};];"
+      "L^{6}_{a=0}L^{2}_{d=0}[K^{f64,g}_{a}=K^{f64,g}_{a}+G^{f64,l}_{a,d+5}*2;];");
+  auto c = s.apply(p, {{1}, {}, ""}, Params{{"axis", std::string("a")}, {"split", int64_t{3}}});
+  ASSERT_TRUE(c);
+  std::string text = leir::print_body(c->program.body);
+  // The copies of each half cover d+5 in 5..6 only.
+  EXPECT_NE(text.find("B^{3}_{tx=0}L^{2}_{a=0}[A^{f64,l}_{tx,a+5}=G^{f64,l}_{tx,a+5};]"), std::string::npos) << text;
+  EXPECT_NE(text.find("B^{3}_{tx=0}L^{2}_{a=0}[C^{f64,l}_{tx,a+5}=G^{f64,l}_{tx+3,a+5};]"), std::string::npos) << text;
+  auto cmp = compare_programs(p, c->program, 3, 0, 0);
+  EXPECT_TRUE(cmp.equivalent && cmp.bit_exact) << cmp.detail << "\n" << text;
+  EXPECT_EQ(check_all(s, p, 5, 2), 4);  // a at 3, 1, 5 (spatial) and d at 1 (reduction)
+  // Strided reads of a strided intermediate: no dense footprint, G is read in place.
+  auto strided = parse_program(
+      "input H: f64[8]\noutput K: f64[4]\n"
+      "L^{4}_{a=0}[G^{f64,g}_{a*2}=H^{f64,g}_{a*2};];"
+      "L^{4}_{a=0}[K^{f64,g}_{a}=G^{f64,g}_{a*2}+1;];");
+  for (const auto& site : s.sites(strided))
+    for (const auto& params : s.param_space(strided, site)) {
+      auto r = s.apply(strided, site, params);
+      ASSERT_TRUE(r);
+      EXPECT_TRUE(compare_programs(strided, r->program, 2, 0, 0).equivalent) << leir::print_body(r->program.body);
+    }
+}
+
 TEST(PartiallyEquivalentThenCorrect, ConvolutionsWithPaddingOnTwoInputs) {
   auto corpus = corpus_translator();
   const auto& s = strategy("partially_equivalent_then_correct");
