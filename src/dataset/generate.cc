@@ -1,6 +1,5 @@
 // Roots, checkpointing (SQLite), forked workers, filtering, split and export.
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "dataset/public_format.h"
 #include "dataset/shortcut.h"
 #include "dataset/token_stats.h"
+#include "dataset/workers.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
@@ -282,36 +282,10 @@ GenerateSummary generate(const GenerateOptions& o) {
   int J = std::max(1, std::min(o.jobs, int(todo.size())));
   bool stopped = false;
   if (!todo.empty()) {
-    if (J == 1) {
-      stopped = run_worker(0, 1, o.stop_after) == 3;
-    } else {
-      std::cout.flush();
-      std::cerr.flush();
-      std::vector<pid_t> pids;
-      for (int k = 0; k < J; ++k) {
-        pid_t pid = fork();
-        if (pid < 0) throw std::runtime_error("fork failed");
-        if (pid == 0) {
-          int rc = 1;
-          try {
-            rc = run_worker(k, J, o.stop_after);
-          } catch (...) {
-            rc = 1;
-          }
-          _exit(rc);
-        }
-        pids.push_back(pid);
-      }
-      for (pid_t p : pids) {
-        int status = 0;
-        waitpid(p, &status, 0);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 3) stopped = true;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          // A crashed worker: its remaining roots are finished serially in this process (a root
-          // that crashes again aborts the run with a clear error).
-        }
-      }
-    }
+    // A crashed worker (exit code -1 or 1) leaves roots undone: they are finished serially below
+    // (a root that crashes again aborts the run with a clear error).
+    for (int rc : run_workers(J, [&](int k) { return run_worker(k, J, o.stop_after); }))
+      if (rc == 3) stopped = true;
   }
   if (o.progress) std::cerr << "\n";
   {

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +13,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -25,7 +23,9 @@
 
 #include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
+#include "backend/cpu/sandbox.h"
 #include "dataset/dataset.h"
+#include "dataset/workers.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
 #include "search/search.h"
@@ -62,13 +62,6 @@ struct Shared {
   std::atomic<int32_t> current;  // index of the comparison the child is working on
   Slot slots[1];
 };
-
-int64_t current_vm_bytes() {
-  std::ifstream in("/proc/self/statm");
-  int64_t pages = 0;
-  in >> pages;
-  return pages * sysconf(_SC_PAGESIZE);
-}
 
 void set_message(Slot& s, const std::string& m) {
   std::snprintf(s.message, sizeof s.message, "%s", m.c_str());
@@ -226,23 +219,11 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
   std::memset(mem, 0, bytes);
   Shared* sh = static_cast<Shared*>(mem);
-  const int64_t vm_limit = current_vm_bytes() + (int64_t{4} << 30);
   size_t start = 0;
   while (start < pairs.size()) {
     sh->current.store(int32_t(start));
-    pid_t pid = -1;
-    // Fork from a fresh thread: the child then owns no stale OpenMP pool (backend/cpu/sandbox.h).
-    std::thread helper([&] {
-      pid = fork();
-      if (pid == 0) {
-        rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
-        setrlimit(RLIMIT_AS, &rl);
-        rlimit core{0, 0};
-        setrlimit(RLIMIT_CORE, &core);
-        child_main(sh, start, pairs, progs, errors, mo, input_seed);
-      }
-    });
-    helper.join();
+    pid_t pid = backend::cpu::fork_limited(int64_t{4} << 30,
+                                           [&] { child_main(sh, start, pairs, progs, errors, mo, input_seed); });
     if (pid < 0) {
       for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
       break;
@@ -570,32 +551,11 @@ MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>
       }
     }
   };
-  if (J == 1) {
-    worker(0);
-  } else {
-    std::cout.flush();
-    std::cerr.flush();
-    std::vector<pid_t> pids;
-    for (int k = 0; k < J; ++k) {
-      pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) {
-        int rc = 0;
-        try {
-          worker(k);
-        } catch (...) {
-          rc = 1;
-        }
-        _exit(rc);
-      }
-      pids.push_back(pid);
-    }
-    // A worker that died leaves comparisons missing: phase 2 measures them here.
-    for (pid_t p : pids) {
-      int status = 0;
-      waitpid(p, &status, 0);
-    }
-  }
+  // A worker that dies leaves comparisons missing: phase 2 measures them here.
+  run_workers(J, [&](int k) {
+    worker(k);
+    return 0;
+  });
   if (o.progress) std::cerr << "\n";
   for (int k = 0; k < J; ++k) {
     sum.compile_s += timing[k].compile_s;

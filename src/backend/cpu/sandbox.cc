@@ -40,15 +40,10 @@ constexpr int kExitOom = 3;
 
 }  // namespace
 
-SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits) {
-  SandboxResult r;
-  auto buffers = prog.bind(inputs);
-  const int64_t vm_limit = current_vm_bytes() + limits.memory_limit_bytes;
-  const KernelFn fn = prog.kernel().fn;
-  void* const* args = buffers->args();
-  const int threads = limits.threads;
-  auto t0 = std::chrono::steady_clock::now();
+pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child) {
+  const int64_t vm_limit = current_vm_bytes() + extra_vm_bytes;
   pid_t pid = -1;
+  int fork_errno = 0;
   std::thread helper([&] {
     pid = fork();
     if (pid == 0) {
@@ -56,12 +51,28 @@ SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& input
       setrlimit(RLIMIT_AS, &rl);
       rlimit core{0, 0};
       setrlimit(RLIMIT_CORE, &core);
-      if (threads > 0) omp_set_num_threads(threads);
-      int rc = fn(args);
-      _exit(rc == 0 ? 0 : kExitOom);
+      child();
+      _exit(1);
     }
+    fork_errno = errno;
   });
   helper.join();
+  if (pid < 0) errno = fork_errno;
+  return pid;
+}
+
+SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits) {
+  SandboxResult r;
+  auto buffers = prog.bind(inputs);
+  const KernelFn fn = prog.kernel().fn;
+  void* const* args = buffers->args();
+  const int threads = limits.threads;
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork_limited(limits.memory_limit_bytes, [&] {
+    if (threads > 0) omp_set_num_threads(threads);
+    int rc = fn(args);
+    _exit(rc == 0 ? 0 : kExitOom);
+  });
   if (pid < 0) {
     r.message = fmt::format("fork failed: {}", std::strerror(errno));
     return r;

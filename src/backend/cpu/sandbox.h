@@ -7,7 +7,10 @@
 // (KernelBuffers), so nothing is serialized.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backend/cpu/cpu_program.h"
@@ -29,6 +32,11 @@ struct SandboxResult {
   leir::TensorMap outputs;  // when Ok
   double wall_ms = 0;
 };
+
+// Forks a child from a fresh helper thread (see above) whose address space may grow by
+// `extra_vm_bytes` and which writes no core file; the child runs `child`, which must end with
+// _exit. Returns the child's pid, or -1 with errno set.
+pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child);
 
 // Binds inputs (errors in the inputs throw leir::LeirError, as in CpuProgram::bind).
 SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits = {});
