@@ -1,6 +1,6 @@
-// Records, grounded CoT and chat messages.
+// Records: one per verified transition (single-answer) and one multi-answer record per state.
 #include <algorithm>
-#include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -18,8 +18,6 @@ namespace steptp::dataset {
 namespace {
 
 using nlohmann::json;
-
-std::string num(const json& v) { return v.dump(); }
 
 json params_json(const strategies::Params& p) { return json::parse(strategies::params_to_json(p)); }
 
@@ -73,18 +71,123 @@ json facts_json(const leir::Program& p, int site_item) {
   return f;
 }
 
-// Items that differ between parent and result (by printed text): before → after.
-json transition_json(const leir::Program& a, const leir::Program& b) {
+// The top-level items that differ between parent and result (by printed text): parent items
+// [first, end_a) became result items [first, end_b).
+struct Changed {
   std::vector<std::string> ta, tb;
-  for (const auto& it : a.body) ta.push_back(item_text(it));
-  for (const auto& it : b.body) tb.push_back(item_text(it));
+  size_t first = 0, end_a = 0, end_b = 0;
+};
+
+Changed changed_items(const leir::Program& a, const leir::Program& b) {
+  Changed c;
+  for (const auto& it : a.body) c.ta.push_back(item_text(it));
+  for (const auto& it : b.body) c.tb.push_back(item_text(it));
+  const auto &ta = c.ta, &tb = c.tb;
   size_t pre = 0;
   while (pre < ta.size() && pre < tb.size() && ta[pre] == tb[pre]) ++pre;
   size_t suf = 0;
   while (suf < ta.size() - pre && suf < tb.size() - pre && ta[ta.size() - 1 - suf] == tb[tb.size() - 1 - suf]) ++suf;
+  c.first = pre;
+  c.end_a = ta.size() - suf;
+  c.end_b = tb.size() - suf;
+  return c;
+}
+
+// Loops of top-level items [from, to) with their dependence facts.
+struct LoopFact {
+  std::string var;
+  int64_t extent;
+  char kind;
+  std::string dependence;
+};
+
+std::vector<LoopFact> loops_of(const leir::Program& p, size_t from, size_t to) {
+  std::vector<LoopFact> out;
+  for (const auto& nr : analysis::all_nests(p.body)) {
+    if (size_t(nr.path[0]) < from || size_t(nr.path[0]) >= to) continue;
+    for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
+      const auto& l = nr.nest->loops[size_t(k)];
+      auto chk = analysis::check_loop(nr, k);
+      out.push_back({l.var, l.extent, leir::to_char(l.kind),
+                     chk.kind == analysis::LoopDep::Independent     ? "independent"
+                     : chk.kind == analysis::LoopDep::ReductionOnly ? "reduction_only"
+                                                                    : "carried"});
+    }
+  }
+  return out;
+}
+
+double share(int64_t part, int64_t whole) { return whole > 0 ? std::round(1000.0 * double(part) / double(whole)) / 1000.0 : 1.0; }
+
+// What a step changes in the analysis facts: the grounds of CoT section (c).
+json effect_json(const leir::Program& a, const leir::Program& b) {
+  auto fa = search::program_facts(a), fb = search::program_facts(b);
+  Changed c = changed_items(a, b);
+  auto la = loops_of(a, c.first, c.end_a), lb = loops_of(b, c.first, c.end_b);
+  // Loops of the changed items that gain a parallel/bound/vector/unroll kind, lose one, or are
+  // new (split, tiling). A loop renamed on the way (loop_binding: c -> bx) pairs with a vanished
+  // loop of the same extent. Extent-1 loops carry no work and are left out.
+  auto has_var = [](const std::vector<LoopFact>& ls, const std::string& v) {
+    return std::any_of(ls.begin(), ls.end(), [&](const LoopFact& x) { return x.var == v; });
+  };
+  auto has_kind = [](const std::vector<LoopFact>& ls, const std::string& v, char k) {
+    return std::any_of(ls.begin(), ls.end(), [&](const LoopFact& x) { return x.var == v && x.kind == k; });
+  };
+  auto special = [](char k) { return k != 'L'; };
+  std::map<std::string, std::string> renamed;  // result var -> parent var
+  {
+    std::vector<const LoopFact*> vanished;
+    for (const auto& l : la)
+      if (!has_var(lb, l.var)) vanished.push_back(&l);
+    for (const auto& l : lb) {
+      if (has_var(la, l.var) || renamed.count(l.var)) continue;
+      auto v = std::find_if(vanished.begin(), vanished.end(), [&](const LoopFact* x) { return x->extent == l.extent; });
+      if (v == vanished.end()) continue;
+      renamed[l.var] = (*v)->var;
+      vanished.erase(v);
+    }
+  }
+  auto parent_var = [&](const std::string& v) { return renamed.count(v) ? renamed.at(v) : v; };
+  json loops = json::array();
+  std::set<std::string> seen;
+  auto add = [&](const std::string& var, int64_t extent, const std::string& before, const std::string& after,
+                 const std::string& dep) {
+    if (seen.insert(var + ":" + before + ":" + after).second)
+      loops.push_back({{"var", var}, {"extent", extent}, {"before", before}, {"after", after}, {"dependence", dep}});
+  };
+  for (const auto& l : lb) {
+    if (l.extent <= 1) continue;
+    std::string pv = parent_var(l.var);
+    std::string name = pv == l.var ? l.var : pv + " (now " + l.var + ")";
+    auto from = std::find_if(la.begin(), la.end(), [&](const LoopFact& x) { return x.var == pv; });
+    if (from == la.end()) add(name, l.extent, "new", std::string(1, l.kind), l.dependence);
+    else if (special(l.kind) && !has_kind(la, pv, l.kind))
+      add(name, l.extent, std::string(1, from->kind), std::string(1, l.kind), from->dependence);
+  }
+  for (const auto& l : la) {
+    if (l.extent <= 1 || !special(l.kind)) continue;
+    std::string rv = l.var;
+    for (const auto& [r, p] : renamed)
+      if (p == l.var) rv = r;
+    if (has_kind(lb, rv, l.kind)) continue;
+    auto to = std::find_if(lb.begin(), lb.end(), [&](const LoopFact& x) { return x.var == rv; });
+    add(l.var, l.extent, std::string(1, l.kind), to == lb.end() ? "removed" : std::string(1, to->kind), l.dependence);
+  }
+  return {{"flops", {fa.flops, fb.flops}},
+          {"bytes", {fa.bytes, fb.bytes}},
+          {"local_accesses", {fa.local_accesses, fb.local_accesses}},
+          {"items", {a.body.size(), b.body.size()}},
+          {"contiguous_share", {share(fa.contiguous_accesses, fa.accesses), share(fb.contiguous_accesses, fb.accesses)}},
+          {"loops", loops}};
+}
+
+// Items that differ between parent and result (by printed text): before → after.
+json transition_json(const leir::Program& a, const leir::Program& b) {
+  Changed c = changed_items(a, b);
+  size_t pre = c.first;
   json before = json::array(), after = json::array();
-  for (size_t i = pre; i < ta.size() - suf; ++i) before.push_back(ta[i]);
-  for (size_t i = pre; i < tb.size() - suf; ++i) after.push_back(tb[i]);
+  for (size_t i = pre; i < c.end_a; ++i) before.push_back(c.ta[i]);
+  for (size_t i = pre; i < c.end_b; ++i) after.push_back(c.tb[i]);
   std::vector<std::string> da, db;
   std::set<std::string> sa, sb;
   for (const auto& d : a.known) sa.insert(leir::signature_line(d));
@@ -96,26 +199,6 @@ json transition_json(const leir::Program& a, const leir::Program& b) {
     if (!sb.count(s)) removed.push_back(s);
   return {{"first_item", pre}, {"before", before}, {"after", after}, {"tensors_added", added},
           {"tensors_removed", removed}};
-}
-
-std::string rationale(const std::string& s) {
-  auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
-  if (has("parallelization") || has("binding"))
-    return "the loop's iterations are independent, so they can run on separate cores and divide the work";
-  if (has("vectorization")) return "the innermost loop is independent and unit-stride, so SIMD lanes can process it";
-  if (has("unrolling")) return "a short loop's control overhead is removed and its body exposes more instruction-level parallelism";
-  if (has("expression_splitting")) return "a sub-expression is computed into its own tensor, which exposes it to caching, fusion or hoisting in later steps";
-  if (has("exponential_split") || has("multiplicative_split") || has("additive_split"))
-    return "the operation is split into parts whose cost or reuse differs, so each part can be computed where it is cheapest";
-  if (has("tiling") || has("split")) return "splitting a loop creates blocks that keep reused data in cache and shapes the iteration space for later parallel or vector steps";
-  if (has("reorder")) return "a different loop order changes which accesses are contiguous in the innermost loop";
-  if (has("fusion") || has("concat") || has("inline")) return "producer and consumer share loops, so intermediate values stay in registers or cache instead of round-tripping through memory";
-  if (has("fission") || has("decouple")) return "separating independent computations gives each its own nest that can be scheduled on its own";
-  if (has("cache") || has("storage") || has("layout")) return "staging or re-laying out data changes the memory traffic of the hot accesses";
-  if (has("dead_code") || has("common_subexpression") || has("precompute")) return "work that is redundant or repeated is removed from the loop body";
-  if (has("softmax") || has("flashattention") || has("prefix")) return "the multi-pass reduction is restructured into fewer passes over the data";
-  if (has("reduction")) return "the reduction is factored so its partial sums can proceed independently";
-  return "the expression is rewritten into an algebraically equivalent form with a different operation count";
 }
 
 json answer_json(const search::Transition& t, const std::string& root_key, int seq) {
@@ -141,45 +224,11 @@ json answer_json(const search::Transition& t, const std::string& root_key, int s
           {"label", t.improving ? "improving" : "non_improving"},
           {"chosen", t.chosen},
           {"transition", transition_json(t.parent, t.result)},
+          {"effect", effect_json(t.parent, t.result)},
           {"site_item", site_item}};
 }
 
 }  // namespace
-
-std::vector<std::string> numbers_in(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    bool prev_word = i > 0 && (std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_' || s[i - 1] == '.');
-    if (std::isdigit(c) && !prev_word) {
-      size_t j = i;
-      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      if (j + 1 < s.size() && s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[j + 1]))) {
-        ++j;
-        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      }
-      if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
-        size_t k = j + 1;
-        if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
-        if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
-          while (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) ++k;
-          j = k;
-        }
-      }
-      out.push_back(s.substr(i, j - i));
-      i = j;
-    } else {
-      // skip a whole identifier so digits inside names are not numbers
-      if (std::isalpha(c) || c == '_') {
-        while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-      } else {
-        ++i;
-      }
-    }
-  }
-  return out;
-}
 
 json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats) {
   search::SearchOptions so;
@@ -282,114 +331,6 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     }
   }
   return records;
-}
-
-std::string make_cot(const json& rec) {
-  std::string c;
-  // (a) change from the root
-  c += "a) Change from the root: ";
-  if (rec["steps_so_far"].empty()) {
-    c += "none yet; the current program is the root " + rec["root"]["name"].get<std::string>() + ".";
-  } else {
-    c += "applied so far";
-    bool firstc = true;
-    for (const auto& s : rec["steps_so_far"]) {
-      c += firstc ? ": " : ", then ";
-      firstc = false;
-      c += s["strategy"].get<std::string>() + " " + s["params"].dump();
-    }
-    c += std::string(". ") + (rec.value("parent_speedup_measured", false) ? "Measured" : "Modelled") +
-         " speedup of the current program over the root: " + num(rec["parent_speedup_vs_root"]) + ".";
-  }
-  c += "\n";
-  // (b) facts
-  const auto& f = rec["facts"];
-  c += "b) Facts: " + num(f["items"]) + " top-level items, " + num(f["statements"]) + " statements, " +
-       num(f["flops"]) + " flops and " + num(f["bytes"]) + " bytes of global memory traffic in total.\n";
-  for (const auto& n : f["nests"]) {
-    if (n["header"] == "stmt") continue;
-    c += "  item " + num(n["index"]) + " " + n["header"].get<std::string>() + ": " + num(n["iterations"]) +
-         " statement instances, " + num(n["flops"]) + " flops, " + num(n["bytes"]) + " bytes, " +
-         num(n["parallel_loops"]) + " parallel and " + num(n["vector_loops"]) + " vector loops, " +
-         num(n["carried_loops"]) + " loops carrying a dependence, " + num(n["reduction_loops"]) +
-         " reduction-only loops.\n";
-  }
-  if (!f["site_loops"].empty()) {
-    c += "  Dependences at the site (item " + num(f["site_item"]) + "):";
-    for (const auto& l : f["site_loops"]) {
-      c += " loop " + l["var"].get<std::string>() + " (extent " + num(l["extent"]) + ") " +
-           l["dependence"].get<std::string>();
-      if (!l["reason"].get<std::string>().empty()) c += " [" + l["reason"].get<std::string>() + "]";
-      c += ";";
-    }
-    c += "\n";
-  }
-  // (c) decision
-  bool multi = rec["answers"].size() > 1;
-  c += multi ? "c) Decision: several distinct single steps are valid here.\n" : "c) Decision: ";
-  for (const auto& a : rec["answers"]) {
-    if (multi) c += "  - ";
-    c += a["strategy"].get<std::string>() + " at site " + num(a["site"]["index"]) + " (" +
-         a["site"]["description"].get<std::string>() + ") with params " + a["params"].dump() + ": " +
-         rationale(a["strategy"].get<std::string>()) + "; the strategy is " + a["exactness"].get<std::string>() +
-         ".\n";
-  }
-  // (d) exact transition
-  c += "d) Transition:\n";
-  for (const auto& a : rec["answers"]) {
-    const auto& t = a["transition"];
-    if (multi) c += "  " + a["strategy"].get<std::string>() + ":\n";
-    c += "  before:\n";
-    for (const auto& s : t["before"]) c += "    " + s.get<std::string>() + "\n";
-    c += "  after:\n";
-    for (const auto& s : t["after"]) c += "    " + s.get<std::string>() + "\n";
-    for (const auto& s : t["tensors_added"]) c += "  new tensor: " + s.get<std::string>() + "\n";
-    for (const auto& s : t["tensors_removed"]) c += "  removed tensor: " + s.get<std::string>() + "\n";
-  }
-  // (e) outcome
-  c += "e) Outcome:";
-  for (const auto& a : rec["answers"]) {
-    const auto& v = a["verification"];
-    const auto& k = a["cost"];
-    c += std::string(multi ? "\n  - " + a["strategy"].get<std::string>() + ": " : " ") + "verified " +
-         v["class"].get<std::string>() + " against the root over " + num(v["trials"]) + " trials; " +
-         (k["measured"].get<bool>() ? "measured CPU time (ms, median)" : "modelled (not measured) cost") + " " +
-         num(k["parent"]) + " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
-         num(k["speedup_vs_root"]) + " over the root; " +
-         (a["label"] == "improving" ? "an improving step." : "a non-improving but valid step.");
-  }
-  c += "\n";
-  return c;
-}
-
-json make_chat(const json& rec) {
-  std::string sys =
-      "You are an expert optimizer of tensor programs written in LEIR, a loop-nest tensor IR. Given a program, "
-      "propose a single semantics-preserving optimization step from the known strategy catalogue. Think step by "
-      "step inside <think></think>, then give the answer as JSON inside <answer></answer>.";
-  std::string user = "Program (LEIR):\n" + rec["parent_program"].get<std::string>() + "\n";
-  user += "Target: CPU (C++ with OpenMP).\nSteps so far: ";
-  if (rec["steps_so_far"].empty()) user += "none";
-  else {
-    bool first = true;
-    for (const auto& s : rec["steps_so_far"]) {
-      user += (first ? "" : ", ") + s["strategy"].get<std::string>() + " " + s["params"].dump();
-      first = false;
-    }
-  }
-  user += "\n";
-  bool multi = rec["kind"] == "multi";
-  user += multi ? "Task: give several distinct valid single optimization steps, as a JSON list of "
-                  "{\"strategy\", \"params\", \"transformed_IR\"}."
-                : "Task: give one valid optimization step as JSON {\"strategy\", \"params\", \"transformed_IR\"}.";
-  json ans = json::array();
-  for (const auto& a : rec["answers"])
-    ans.push_back({{"strategy", a["strategy"]}, {"params", a["params"]}, {"transformed_IR", a["result_program"]}});
-  std::string answer = multi ? ans.dump() : ans[0].dump();
-  std::string asst = "<think>\n" + make_cot(rec) + "</think>\n<answer>" + answer + "</answer>";
-  return {{"messages", json::array({{{"role", "system"}, {"content", sys}},
-                                    {{"role", "user"}, {"content", user}},
-                                    {{"role", "assistant"}, {"content", asst}}})}};
 }
 
 }  // namespace steptp::dataset

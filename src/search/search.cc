@@ -7,10 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "analysis/affine.h"
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
+#include "leir/tensors.h"
 #include "strategies/sampler.h"
 
 namespace steptp::search {
@@ -30,13 +32,17 @@ int64_t dtype_bytes(leir::DType t) {
 struct ExprCount {
   int64_t ops = 0, global_bytes = 0, local_accesses = 0;
 };
+// Accesses nested in subscripts (gathers) still count; subscript arithmetic does not.
+void count_gathers(const leir::ExprPtr& e, ExprCount& c);
+
 void count_expr(const leir::ExprPtr& e, ExprCount& c) {
   if (!e) return;
   switch (e->kind) {
     case leir::ExprKind::Access:
       if (e->scope == leir::Scope::Global) c.global_bytes += dtype_bytes(e->dtype);
       else c.local_accesses += 1;
-      break;
+      for (const auto& a : e->args) count_gathers(a, c);
+      return;
     case leir::ExprKind::Unary:
     case leir::ExprKind::Binary:
     case leir::ExprKind::Compare: c.ops += 1; break;
@@ -46,9 +52,51 @@ void count_expr(const leir::ExprPtr& e, ExprCount& c) {
   for (const auto& a : e->args) count_expr(a, c);
 }
 
-void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double vec, NestFacts& f, double& work) {
+void count_gathers(const leir::ExprPtr& e, ExprCount& c) {
+  if (e->kind == leir::ExprKind::Access) return count_expr(e, c);
+  for (const auto& a : e->args) count_gathers(a, c);
+}
+
+void collect_global_accesses(const leir::ExprPtr& e, std::vector<const leir::Expr*>& out) {
+  if (e->kind == leir::ExprKind::Access && e->scope == leir::Scope::Global) out.push_back(e.get());
+  for (const auto& a : e->args) collect_global_accesses(a, out);
+}
+
+// Whether the flat (row-major) address of `access` moves by at most one element per step of `v`
+// (no v: invariant). Non-affine subscripts (gathers, // and %) count as scattered.
+bool contiguous_in(const leir::Expr& access, const std::string& v, const leir::TensorTable& table) {
+  if (v.empty()) return true;
+  const leir::TensorInfo* info = table.find(access.tensor);
+  if (!info || info->shape.size() != access.args.size()) return false;
+  const auto& shape = info->shape;
+  int64_t stride = 1, step = 0;
+  for (size_t d = access.args.size(); d-- > 0;) {
+    auto a = analysis::to_affine(access.args[d]);
+    if (!a) return false;
+    step += a->coeff_of(v) * stride;
+    stride *= std::max<int64_t>(1, shape[d]);
+  }
+  return step >= -1 && step <= 1;
+}
+
+struct Walk {
+  const leir::TensorTable* table = nullptr;  // null: no contiguity facts (the cost model)
+  std::string innermost;                     // innermost enclosing loop of extent > 1
+};
+
+void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double vec, NestFacts& f, double& work,
+          const Walk& w = {}) {
   for (const auto& it : body) {
     if (it.is_stmt()) {
+      if (w.table) {
+        std::vector<const leir::Expr*> acc;
+        collect_global_accesses(it.stmt.lhs, acc);
+        collect_global_accesses(it.stmt.rhs, acc);
+        for (const auto* a : acc) {
+          f.accesses += iters;
+          if (contiguous_in(*a, w.innermost, *w.table)) f.contiguous_accesses += iters;
+        }
+      }
       ExprCount c;
       count_expr(it.stmt.rhs, c);
       ExprCount l;
@@ -58,12 +106,15 @@ void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double
       f.iterations += iters;
       f.flops += iters * c.ops;
       f.bytes += iters * c.global_bytes;
+      f.local_accesses += iters * c.local_accesses;
       work += double(iters) * (double(c.ops) + double(c.global_bytes) / 4.0 + 0.25 * double(c.local_accesses) + 0.5) /
               (par * vec);
     } else {
       int64_t n = iters;
       double p = par, v = vec;
+      Walk inner = w;
       for (const auto& l : it.nest.loops) {
+        if (l.extent > 1) inner.innermost = l.var;
         n *= std::max<int64_t>(1, l.extent);
         f.extents.push_back(l.extent);
         if (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) {
@@ -74,7 +125,7 @@ void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double
           v = std::min(4.0, v * double(std::max<int64_t>(1, l.extent)));
         }
       }
-      walk(it.nest.body, n, p, v, f, work);
+      walk(it.nest.body, n, p, v, f, work, inner);
     }
   }
 }
@@ -84,13 +135,16 @@ void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double
 ProgramFacts program_facts(const leir::Program& p) {
   ProgramFacts pf;
   auto nests = analysis::all_nests(p.body);
+  const auto table = leir::build_tensor_table(p);
+  Walk w;
+  w.table = &table;
   for (size_t i = 0; i < p.body.size(); ++i) {
     const auto& it = p.body[i];
     NestFacts f;
     double work = 0;
     if (it.is_nest()) {
       f.header = leir::print_nest_header(it.nest);
-      walk({it}, 1, 1, 1, f, work);
+      walk({it}, 1, 1, 1, f, work, w);
       for (const auto& nr : nests) {
         if (nr.path.size() != 1 || nr.path[0] != int(i)) continue;
         for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
@@ -101,10 +155,13 @@ ProgramFacts program_facts(const leir::Program& p) {
       }
     } else {
       f.header = "stmt";
-      walk({it}, 1, 1, 1, f, work);
+      walk({it}, 1, 1, 1, f, work, w);
     }
     pf.flops += f.flops;
     pf.bytes += f.bytes;
+    pf.local_accesses += f.local_accesses;
+    pf.accesses += f.accesses;
+    pf.contiguous_accesses += f.contiguous_accesses;
     pf.nests.push_back(std::move(f));
   }
   pf.statements = int64_t(analysis::all_stmts(p.body).size());

@@ -92,8 +92,11 @@ TEST_F(Generated, SchemaOfEveryFile) {
     else EXPECT_GE(r["answers"].size(), 2u);
     for (const auto& a : r["answers"]) {
       for (const char* k : {"strategy", "site", "params", "exactness", "result_program", "result_hash", "verification",
-                            "cost", "label", "transition"})
+                            "cost", "label", "transition", "effect"})
         ASSERT_TRUE(a.contains(k)) << k;
+      for (const char* k : {"flops", "bytes", "local_accesses", "items", "contiguous_share"})
+        ASSERT_TRUE(a["effect"][k].is_array() && a["effect"][k].size() == 2u) << k;
+      EXPECT_TRUE(a["effect"]["loops"].is_array());
       EXPECT_TRUE(a["verification"]["equivalent"].get<bool>());
       EXPECT_NE(a["verification"]["class"], "failed");
       EXPECT_FALSE(a["cost"]["measured"].get<bool>());
@@ -159,6 +162,42 @@ TEST_F(Generated, EveryCotNumberComesFromTheRecord) {
     }
   }
   EXPECT_GT(checked, 50);
+}
+
+// Section (c) argues from the step's effect facts and the cost model's estimate, and (e) says
+// whether the outcome matched it; the facts themselves are recomputed here by hand for steps
+// whose effect is known (a parallelized loop, an unchanged-work reorder).
+TEST_F(Generated, DecisionIsArguedFromEffectFacts) {
+  int parallel = 0, argued = 0;
+  for (const auto& r : lines(*dir_ / "steps.jsonl")) {
+    std::string cot = r["cot"];
+    for (const auto& a : r["answers"]) {
+      const auto& e = a["effect"];
+      ++argued;
+      EXPECT_NE(cot.find("The cost model estimates a speedup of " + a["cost"]["speedup_vs_parent"].dump()),
+                std::string::npos)
+          << r["id"];
+      if (e["flops"][0] != e["flops"][1])
+        EXPECT_NE(cot.find("flops " + e["flops"][0].dump() + " -> " + e["flops"][1].dump()), std::string::npos) << r["id"];
+      if (a["strategy"] == "loop_parallelization") {
+        // Exactly one loop becomes P, and it is independent (the strategy's legality).
+        ASSERT_EQ(e["loops"].size(), 1u) << e.dump();
+        EXPECT_EQ(e["loops"][0]["after"], "P");
+        EXPECT_EQ(e["loops"][0]["dependence"], "independent");
+        EXPECT_NE(cot.find("loop " + e["loops"][0]["var"].get<std::string>() + " (extent " +
+                           e["loops"][0]["extent"].dump() + ", independent) becomes parallel"),
+                  std::string::npos);
+        EXPECT_EQ(e["flops"][0], e["flops"][1]);  // same work, spread over threads
+        ++parallel;
+      }
+      if (a["strategy"] == "loop_reorder") EXPECT_EQ(e["flops"][0], e["flops"][1]);
+      double sp = a["cost"]["speedup_vs_parent"];
+      bool improving = a["label"] == "improving";
+      if (sp > 1 && improving) EXPECT_NE(cot.find("an improving step, as expected"), std::string::npos);
+    }
+  }
+  EXPECT_GT(argued, 50);
+  EXPECT_GT(parallel, 0);
 }
 
 TEST_F(Generated, NoLeakageBetweenTrainAndEval) {
