@@ -8,7 +8,7 @@
 #include <set>
 
 #include "backend/accumulation.h"
-#include "backend/index_expr.h"
+#include "backend/c_expr.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
@@ -21,6 +21,7 @@ using leir::DType;
 using leir::Expr;
 using leir::ExprKind;
 using leir::ExprPtr;
+using leir::Func;
 using leir::LeirError;
 using leir::LoopKind;
 
@@ -116,10 +117,22 @@ std::string fmt_float(double d) {
   return v < 0 ? "(" + s + ")" : s;
 }
 
-class Emitter {
+std::string cpu_literal(double v, const std::string& ct) { return ct == "double" ? fmt_double(v) : fmt_float(v); }
+
+const CSpelling kCpuSpelling = {
+    cpu_literal,
+    {{Func::Exp, "std::exp"},     {Func::Log, "std::log"},     {Func::Sqrt, "std::sqrt"},
+     {Func::Abs, "std::abs"},     {Func::Erf, "std::erf"},     {Func::Max, "steptp_max"},
+     {Func::Min, "steptp_min"},   {Func::Tanh, "std::tanh"},   {Func::Sigmoid, "steptp_sigmoid"},
+     {Func::Pow, "std::pow"},     {Func::Floor, "std::floor"}, {Func::Ceil, "std::ceil"},
+     {Func::Sin, "std::sin"},     {Func::Cos, "std::cos"},     {Func::Log1p, "std::log1p"},
+     {Func::Rsqrt, "steptp_rsqrt"}},
+    "std::pow"};
+
+class Emitter : public CExprEmitter {
  public:
   Emitter(const leir::Program& p, const CpuCodegenOptions& o)
-      : p_(p), o_(o), table_(leir::build_tensor_table(p)), plan_(plan_inits(p, table_)) {}
+      : CExprEmitter(p, kCpuSpelling), p_(p), o_(o), plan_(plan_inits(p, table_)) {}
 
   CpuKernelSource run() {
     CpuKernelSource src;
@@ -181,7 +194,7 @@ class Emitter {
     out_ += '\n';
   }
 
-  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const {
+  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
     throw LeirError(p_.file, loc, "cpu backend: " + msg);
   }
 
@@ -189,129 +202,17 @@ class Emitter {
     return cpu_storage_dtype(table_.at(tensor).dtype, o_.all_f64);
   }
 
-  // ---- subscripts (int64) ----
-  std::string index(const ExprPtr& e) const {
-    static const IndexSpelling kC = {
-        [](int64_t v) { return fmt::format("{}LL", v); },
-        [](const leir::Expr& v) { return "v_" + v.var_name(); },
-        nullptr, "steptp_fdiv_i", "steptp_mod_i", true};
-    IndexSpelling s = kC;
-    s.gather = [this](const ExprPtr& a) { return fmt::format("static_cast<int64_t>(t_{}[{}])", a->tensor, flat(a)); };
-    return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
+  // Tracked accumulators read their running value or, before the first write, the identity.
+  std::optional<std::string> access_value(const ExprPtr& e) const override {
+    if (self_ && plan_.tracked.count(e->tensor) && leir::equal(e, self_->lhs))
+      return fmt::format("(m_{0}[i_] ? static_cast<{1}>(t_{0}[i_]) : {2})", e->tensor, ct_, lit(self_identity_));
+    return std::nullopt;
   }
-
-  std::string flat(const ExprPtr& access) const {
-    const auto& info = table_.at(access->tensor);
-    if (access->args.size() != info.shape.size())
-      fail(access->loc, fmt::format("{} has rank {}, accessed with {} subscripts", access->tensor, info.shape.size(),
-                                    access->args.size()));
-    if (info.shape.empty()) return "0";
-    std::string s;
-    int64_t stride = 1;
-    std::vector<std::string> parts(info.shape.size());
-    for (size_t d = info.shape.size(); d-- > 0;) {
-      std::string ix = index(access->args[d]);
-      parts[d] = stride == 1 ? ix : fmt::format("{} * {}LL", ix, stride);
-      stride *= info.shape[d];
-    }
-    for (size_t d = 0; d < parts.size(); ++d) s += (d ? " + " : "") + parts[d];
-    return s;
-  }
-
-  // ---- values (compute type ct_) ----
-  std::string lit(double v) const { return ct_ == "double" ? fmt_double(v) : fmt_float(v); }
-
-  std::string cond(const ExprPtr& e) const {
-    if (e->kind == ExprKind::Compare) {
-      std::string s;
-      for (size_t i = 0; i < e->cmp_ops.size(); ++i) {
-        if (i) s += " && ";
-        s += "(" + value(e->args[i]) + " " + std::string(leir::to_string(e->cmp_ops[i])) + " " + value(e->args[i + 1]) + ")";
-      }
-      return "(" + s + ")";
-    }
-    if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::And || e->bop == BinaryOp::Or))
-      return "(" + cond(e->args[0]) + (e->bop == BinaryOp::And ? " && " : " || ") + cond(e->args[1]) + ")";
-    if (e->is_access() && !leir::is_floating(storage(e->tensor)) && !plan_.tracked.count(e->tensor))
-      return fmt::format("(t_{}[{}] != 0)", e->tensor, flat(e));  // masks: test the stored integer
-    return "(" + value(e) + " != " + lit(0) + ")";
-  }
-
-  std::string value(const ExprPtr& e) const {
-    switch (e->kind) {
-      case ExprKind::Number: return lit(e->value);
-      case ExprKind::IndexVar: return fmt::format("static_cast<{}>(v_{})", ct_, e->var_name());
-      case ExprKind::Access:
-        if (self_ && plan_.tracked.count(e->tensor) && leir::equal(e, self_->lhs))
-          return fmt::format("(m_{0}[i_] ? static_cast<{1}>(t_{0}[i_]) : {2})", e->tensor, ct_, lit(self_identity_));
-        return fmt::format("static_cast<{}>(t_{}[{}])", ct_, e->tensor, flat(e));
-      case ExprKind::Unary: return "(-" + value(e->args[0]) + ")";
-      case ExprKind::Compare: return "(" + cond(e) + " ? " + lit(1) + " : " + lit(0) + ")";
-      case ExprKind::Binary: {
-        if (e->bop == BinaryOp::And || e->bop == BinaryOp::Or) return "(" + cond(e) + " ? " + lit(1) + " : " + lit(0) + ")";
-        std::string a = value(e->args[0]), b = value(e->args[1]);
-        switch (e->bop) {
-          case BinaryOp::Add: return "(" + a + " + " + b + ")";
-          case BinaryOp::Sub: return "(" + a + " - " + b + ")";
-          case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-          case BinaryOp::Div: return "(" + a + " / " + b + ")";
-          case BinaryOp::FloorDiv: return "steptp_floordiv(" + a + ", " + b + ")";
-          case BinaryOp::Mod: return "steptp_mod(" + a + ", " + b + ")";
-          case BinaryOp::Pow: return "std::pow(" + a + ", " + b + ")";
-          default: break;
-        }
-        break;
-      }
-      case ExprKind::Call: {
-        using leir::Func;
-        if (e->func == Func::IfThenElse)  // lazy: only the taken branch runs (prefix scans need it)
-          return "(" + cond(e->args[0]) + " ? " + value(e->args[1]) + " : " + value(e->args[2]) + ")";
-        std::vector<std::string> a;
-        for (const auto& x : e->args) a.push_back(value(x));
-        auto call = [&](std::string_view f) {
-          std::string s = std::string(f) + "(";
-          for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
-          return s + ")";
-        };
-        switch (e->func) {
-          case Func::Exp: return call("std::exp");
-          case Func::Log: return call("std::log");
-          case Func::Sqrt: return call("std::sqrt");
-          case Func::Abs: return call("std::abs");
-          case Func::Erf: return call("std::erf");
-          case Func::Max: return call("steptp_max");
-          case Func::Min: return call("steptp_min");
-          case Func::Tanh: return call("std::tanh");
-          case Func::Sigmoid: return call("steptp_sigmoid");
-          case Func::Pow: return call("std::pow");
-          case Func::Floor: return call("std::floor");
-          case Func::Ceil: return call("std::ceil");
-          case Func::Sin: return call("std::sin");
-          case Func::Cos: return call("std::cos");
-          case Func::Log1p: return call("std::log1p");
-          case Func::Rsqrt: return call("steptp_rsqrt");
-          case Func::IfThenElse: break;
-        }
-        break;
-      }
-    }
-    fail(e->loc, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
-  }
-
-  // Compute type of a statement: double when anything is f64 (or in the all-f64 build) or when
-  // nothing is floating (integer programs follow the real-valued semantics); float otherwise.
-  std::string compute_type(const leir::Stmt& s) const {
-    if (o_.all_f64) return "double";
-    bool any_f64 = false, any_float = false;
-    auto look = [&](const Expr& n) {
-      if (!n.is_access()) return;
-      DType d = table_.at(n.tensor).dtype;
-      any_f64 |= d == DType::F64;
-      any_float |= leir::is_floating(d);
-    };
-    leir::for_each_expr(s.lhs, look);
-    leir::for_each_expr(s.rhs, look);
-    return (any_f64 || !any_float) ? "double" : "float";
+  // Masks: test the stored integer.
+  std::optional<std::string> access_condition(const ExprPtr& e) const override {
+    if (!leir::is_floating(storage(e->tensor)) && !plan_.tracked.count(e->tensor))
+      return fmt::format("(t_{}[{}] != 0)", e->tensor, flat(e));
+    return std::nullopt;
   }
 
   std::string store(DType declared, const std::string& v) const {
@@ -325,7 +226,7 @@ class Emitter {
   }
 
   void emit_stmt(const leir::Stmt& s) {
-    ct_ = compute_type(s);
+    ct_ = compute_type(s, o_.all_f64);
     const std::string& x = s.lhs->tensor;
     DType declared = table_.at(x).dtype;
     if (plan_.tracked.count(x)) {
@@ -474,13 +375,11 @@ class Emitter {
 
   const leir::Program& p_;
   CpuCodegenOptions o_;
-  leir::TensorTable table_;
   InitPlan plan_;
   std::set<std::string> stack_;
   std::string out_;
   int indent_ = 0;
   bool in_parallel_ = false;
-  std::string ct_ = "double";
   const leir::Stmt* self_ = nullptr;
   double self_identity_ = 0;
 };

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "backend/accumulation.h"
-#include "backend/index_expr.h"
+#include "backend/c_expr.h"
 #include "backend/cpu/codegen.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
@@ -100,10 +100,20 @@ std::string fmt_lit(double v, const std::string& ct) {
   return v < 0 ? "(" + s + ")" : s;
 }
 
-class Emitter {
+const CSpelling kCudaSpelling = {
+    fmt_lit,
+    {{leir::Func::Exp, "exp"},      {leir::Func::Log, "log"},          {leir::Func::Sqrt, "sqrt"},
+     {leir::Func::Abs, "fabs"},     {leir::Func::Erf, "erf"},          {leir::Func::Max, "steptp_max"},
+     {leir::Func::Min, "steptp_min"}, {leir::Func::Tanh, "tanh"},      {leir::Func::Sigmoid, "steptp_sigmoid"},
+     {leir::Func::Pow, "pow"},      {leir::Func::Floor, "floor"},      {leir::Func::Ceil, "ceil"},
+     {leir::Func::Sin, "sin"},      {leir::Func::Cos, "cos"},          {leir::Func::Log1p, "log1p"},
+     {leir::Func::Rsqrt, "steptp_rsqrt"}},
+    "pow"};
+
+class Emitter : public CExprEmitter {
  public:
   Emitter(const leir::Program& p, const std::string& entry, const CudaTarget& t)
-      : p_(p), entry_(entry), t_(t), table_(leir::build_tensor_table(p)), plan_(plan_inits(p, table_)) {}
+      : CExprEmitter(p, kCudaSpelling), p_(p), entry_(entry), t_(t), plan_(plan_inits(p, table_)) {}
 
   CudaSource run() {
     check_program();
@@ -150,7 +160,7 @@ class Emitter {
   }
 
  private:
-  [[noreturn]] void fail(leir::SourceLoc loc, const std::string& msg) const {
+  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
     throw leir::LeirError(p_.file, loc, "cuda target rejects the program: " + msg);
   }
   DType storage(const std::string& t) const { return cpu::cpu_storage_dtype(table_.at(t).dtype, false); }
@@ -236,97 +246,6 @@ class Emitter {
         fail(item.nest.loc, fmt::format("{} extent {} exceeds the limit {}", kAxisName[3 + a], dims[3 + a], t_.max_grid_dim[a]));
     }
     return dims;
-  }
-
-  // ---- expressions (same semantics as the CPU backend) ----
-  std::string index(const ExprPtr& e) const {
-    static const IndexSpelling kC = {
-        [](int64_t v) { return fmt::format("{}LL", v); },
-        [](const leir::Expr& v) { return "v_" + v.var_name(); },
-        nullptr, "steptp_fdiv_i", "steptp_mod_i", true};
-    IndexSpelling s = kC;
-    s.gather = [this](const ExprPtr& a) { return fmt::format("static_cast<int64_t>(t_{}[{}])", a->tensor, flat(a)); };
-    return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
-  }
-
-  std::string flat(const ExprPtr& a) const {
-    const auto& shape = table_.at(a->tensor).shape;
-    if (shape.empty()) return "0";
-    std::string s;
-    int64_t stride = 1;
-    std::vector<std::string> parts(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-      parts[d] = stride == 1 ? index(a->args[d]) : fmt::format("{} * {}LL", index(a->args[d]), stride);
-      stride *= shape[d];
-    }
-    for (size_t d = 0; d < parts.size(); ++d) s += (d ? " + " : "") + parts[d];
-    return s;
-  }
-
-  std::string cond(const ExprPtr& e) const {
-    if (e->kind == ExprKind::Compare) {
-      std::string s;
-      for (size_t i = 0; i < e->cmp_ops.size(); ++i)
-        s += (i ? " && " : "") + std::string("(") + value(e->args[i]) + " " + std::string(leir::to_string(e->cmp_ops[i])) +
-             " " + value(e->args[i + 1]) + ")";
-      return "(" + s + ")";
-    }
-    if (e->kind == ExprKind::Binary && (e->bop == BinaryOp::And || e->bop == BinaryOp::Or))
-      return "(" + cond(e->args[0]) + (e->bop == BinaryOp::And ? " && " : " || ") + cond(e->args[1]) + ")";
-    return "(" + value(e) + " != " + fmt_lit(0, ct_) + ")";
-  }
-
-  std::string value(const ExprPtr& e) const {
-    switch (e->kind) {
-      case ExprKind::Number: return fmt_lit(e->value, ct_);
-      case ExprKind::IndexVar: return fmt::format("static_cast<{}>(v_{})", ct_, e->var_name());
-      case ExprKind::Access: return fmt::format("static_cast<{}>(t_{}[{}])", ct_, e->tensor, flat(e));
-      case ExprKind::Unary: return "(-" + value(e->args[0]) + ")";
-      case ExprKind::Compare: return "(" + cond(e) + " ? " + fmt_lit(1, ct_) + " : " + fmt_lit(0, ct_) + ")";
-      case ExprKind::Binary: {
-        if (e->bop == BinaryOp::And || e->bop == BinaryOp::Or)
-          return "(" + cond(e) + " ? " + fmt_lit(1, ct_) + " : " + fmt_lit(0, ct_) + ")";
-        std::string a = value(e->args[0]), b = value(e->args[1]);
-        switch (e->bop) {
-          case BinaryOp::Add: return "(" + a + " + " + b + ")";
-          case BinaryOp::Sub: return "(" + a + " - " + b + ")";
-          case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-          case BinaryOp::Div: return "(" + a + " / " + b + ")";
-          case BinaryOp::FloorDiv: return "steptp_floordiv(" + a + ", " + b + ")";
-          case BinaryOp::Mod: return "steptp_mod(" + a + ", " + b + ")";
-          case BinaryOp::Pow: return "pow(" + a + ", " + b + ")";
-          default: break;
-        }
-        break;
-      }
-      case ExprKind::Call: {
-        using leir::Func;
-        if (e->func == Func::IfThenElse)
-          return "(" + cond(e->args[0]) + " ? " + value(e->args[1]) + " : " + value(e->args[2]) + ")";
-        std::string args;
-        for (size_t i = 0; i < e->args.size(); ++i) args += (i ? ", " : "") + value(e->args[i]);
-        static const std::map<Func, std::string> names = {
-            {Func::Exp, "exp"},     {Func::Log, "log"},         {Func::Sqrt, "sqrt"},         {Func::Abs, "fabs"},
-            {Func::Erf, "erf"},     {Func::Max, "steptp_max"},  {Func::Min, "steptp_min"},    {Func::Tanh, "tanh"},
-            {Func::Sigmoid, "steptp_sigmoid"}, {Func::Pow, "pow"}, {Func::Floor, "floor"},   {Func::Ceil, "ceil"},
-            {Func::Sin, "sin"},     {Func::Cos, "cos"},         {Func::Log1p, "log1p"},       {Func::Rsqrt, "steptp_rsqrt"}};
-        return names.at(e->func) + "(" + args + ")";
-      }
-    }
-    fail(e->loc, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
-  }
-
-  std::string compute_type(const leir::Stmt& s) const {
-    bool any_f64 = false, any_float = false;
-    auto look = [&](const Expr& n) {
-      if (!n.is_access()) return;
-      DType d = table_.at(n.tensor).dtype;
-      any_f64 |= d == DType::F64;
-      any_float |= leir::is_floating(d);
-    };
-    leir::for_each_expr(s.lhs, look);
-    leir::for_each_expr(s.rhs, look);
-    return (any_f64 || !any_float) ? "double" : "float";
   }
 
   std::string store(const std::string& t, const std::string& v) const {
@@ -517,7 +436,6 @@ class Emitter {
   const leir::Program& p_;
   std::string entry_;
   CudaTarget t_;
-  leir::TensorTable table_;
   InitPlan plan_;
   std::vector<std::string> params_;
   std::map<std::string, std::set<size_t>> item_uses_;
@@ -526,7 +444,6 @@ class Emitter {
   std::vector<const leir::Loop*> loops_;
   std::string out_;
   int indent_ = 0;
-  std::string ct_ = "double";
 };
 
 }  // namespace
