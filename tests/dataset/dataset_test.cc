@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -18,44 +19,16 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-std::vector<json> lines(const fs::path& p) {
-  std::vector<json> v;
-  std::ifstream f(p);
-  std::string l;
-  while (std::getline(f, l))
-    if (!l.empty()) v.push_back(json::parse(l));
-  return v;
-}
+using namespace testing;
 
 GenerateOptions tiny_opts(const std::string& out) {
-  GenerateOptions o;
-  o.out_dir = out;
-  o.seed = 5;
-  o.programs = 4;
-  o.composites = 0;
-  o.depth = 2;
-  o.beam = 1;
-  o.sites_per_strategy = 1;
-  o.params_per_site = 1;
-  o.verify_trials = 2;
-  o.eval_fraction = 0.4;
-  o.examples = false;
+  GenerateOptions o = small_search(out, 5, 4);
   // Analytic cost: these tests cover the pipeline; CPU measurement is covered by measured_test.cc.
   o.measured = false;
   return o;
 }
 
-fs::path tmpdir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("steptp_dataset_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  return p;
-}
+fs::path tmpdir(const std::string& name) { return testing::tmpdir("dataset_test", name); }
 
 const std::vector<std::string> kFiles = {"train.jsonl", "eval.jsonl", "steps.jsonl", "manifest.json", "stats.json"};
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
 #include "dataset/measurement.h"
 #include "leir/program_io.h"
 #include "search/search.h"
@@ -23,41 +24,14 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-std::vector<json> lines(const fs::path& p) {
-  std::vector<json> v;
-  std::ifstream f(p);
-  std::string l;
-  while (std::getline(f, l))
-    if (!l.empty()) v.push_back(json::parse(l));
-  return v;
-}
-fs::path tmpdir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("steptp_measured_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  return p;
-}
+using namespace testing;
+
+fs::path tmpdir(const std::string& name) { return testing::tmpdir("measured_test", name); }
 
 GenerateOptions small_opts(const fs::path& out, const fs::path& store) {
-  GenerateOptions o;
-  o.out_dir = out.string();
+  GenerateOptions o = small_search(out.string(), 11, 3);
   o.measurements = store.string();
-  o.seed = 11;
-  o.programs = 3;
-  o.composites = 0;
-  o.examples = false;
-  o.depth = 2;
-  o.beam = 1;
-  o.sites_per_strategy = 1;
-  o.params_per_site = 1;
-  o.verify_trials = 2;
   o.non_improving_per_state = 4;
-  o.eval_fraction = 0.4;
   o.measure_min_time = 0.001;
   return o;
 }

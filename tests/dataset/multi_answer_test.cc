@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
 #include "dataset/shortcut.h"
 
 namespace fs = std::filesystem;
@@ -22,27 +23,12 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-std::vector<json> lines(const fs::path& p) {
-  std::vector<json> v;
-  std::ifstream f(p);
-  std::string l;
-  while (std::getline(f, l))
-    if (!l.empty()) v.push_back(json::parse(l));
-  return v;
-}
+using namespace testing;
 
 GenerateOptions opts(const std::string& out) {
-  GenerateOptions o;
-  o.out_dir = out;
-  o.seed = 3;
-  o.programs = 6;
-  o.composites = 0;
-  o.depth = 2;
+  GenerateOptions o = small_search(out, 3, 6);
   o.beam = 2;
-  o.sites_per_strategy = 1;
-  o.params_per_site = 1;
-  o.verify_trials = 2;
-  o.examples = false;
+  o.eval_fraction = 0.2;
   o.token_sample = 0;
   return o;
 }

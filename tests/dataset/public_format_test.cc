@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
 #include "dataset/public_format.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
@@ -25,43 +26,16 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-std::vector<json> lines(const fs::path& p) {
-  std::vector<json> v;
-  std::ifstream f(p);
-  std::string l;
-  while (std::getline(f, l))
-    if (!l.empty()) v.push_back(json::parse(l));
-  return v;
-}
+using namespace testing;
 
 GenerateOptions tiny_opts(const std::string& out) {
-  GenerateOptions o;
-  o.out_dir = out;
-  o.seed = 11;
-  o.programs = 4;
-  o.composites = 0;
-  o.depth = 2;
-  o.beam = 1;
-  o.sites_per_strategy = 1;
-  o.params_per_site = 1;
-  o.verify_trials = 2;
-  o.eval_fraction = 0.4;
+  GenerateOptions o = small_search(out, 11, 4);
   o.examples = true;  // the examples bring constants and params into the signatures
   o.token_sample = 0;
   return o;
 }
 
-fs::path tmpdir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("steptp_public_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  return p;
-}
+fs::path tmpdir(const std::string& name) { return testing::tmpdir("public_test", name); }
 
 // Independent reader of the prose signature: "'A' with dtype float64 and shape [2, 3]" plus the
 // role sentences ("Inputs: 'A' and 'C'.", "Constant: 'F' = [2.0].", "Parameter: 'G' (originally

@@ -1,0 +1,62 @@
+// Helpers of the generate tests: read output files, a fresh temporary folder per test binary,
+// and the small search configuration every test starts from.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/dataset.h"
+
+namespace steptp::dataset::testing {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::vector<json> lines(const fs::path& p) {
+  std::vector<json> v;
+  std::ifstream f(p);
+  std::string l;
+  while (std::getline(f, l))
+    if (!l.empty()) v.push_back(json::parse(l));
+  return v;
+}
+
+// An empty folder `name` under a per-process temporary root named after `suite`.
+inline fs::path tmpdir(const std::string& suite, const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("steptp_" + suite + "_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  return p;
+}
+
+// A few workloads, one beam, one site and parameter choice per strategy, depth 2: seconds.
+inline GenerateOptions small_search(const std::string& out, uint64_t seed, int programs) {
+  GenerateOptions o;
+  o.out_dir = out;
+  o.seed = seed;
+  o.programs = programs;
+  o.composites = 0;
+  o.examples = false;
+  o.depth = 2;
+  o.beam = 1;
+  o.sites_per_strategy = 1;
+  o.params_per_site = 1;
+  o.verify_trials = 2;
+  o.eval_fraction = 0.4;
+  return o;
+}
+
+}  // namespace steptp::dataset::testing
