@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/deps-tvm-legacy.sh
 scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" -L heavy --output-on-failure -j"${JOBS:-$(nproc)}" --timeout 3600

@@ -2,9 +2,10 @@
 // and every tiny workload) is emitted, parsed by apache-tvm (the project venv, .venv), built for
 // llvm, run on seeded inputs and compared with the reference interpreter. The GPU-bound variant
 // (thread bindings, shared scopes) is parsed too; the run uses the cpu_compatible variant (LLVM
-// has no threadIdx). The legacy T.block dialect is checked the same way against .venv-tvm-old
-// when it exists: no apache-tvm on PyPI reads it today (0.25.0.post1, 0.26 and 0.27 all spell
-// blocks T.sblock; checked 2026-12 by installing 0.25.0.post1), so that case skips.
+// has no threadIdx). The legacy T.block dialect is checked the same way against the TVM
+// 0.22.dev0 bundled with tilelang 0.1.6.post1 (.venv-tvm-old, scripts/deps-tvm-legacy.sh): no
+// apache-tvm on PyPI reads T.block any more (0.25-0.27 spell blocks T.sblock). That TVM has no
+// LLVM, so its modules are built for the C target and compiled by the system compiler.
 // Heavy: importing TVM and building ~220 modules takes several minutes (two checker processes).
 #include <gtest/gtest.h>
 
@@ -30,6 +31,7 @@ namespace {
 struct Tally {
   int programs = 0, rejected = 0, parsed = 0, built = 0, matched = 0;
   std::vector<std::string> failures;
+  std::vector<std::string> build_errors;  // parsed, but TVM could not build the module
 };
 
 Tally run_against(const std::string& python, tir::TirDialect dialect, const std::string& tag) {
@@ -76,6 +78,7 @@ Tally run_against(const std::string& python, tir::TirDialect dialect, const std:
     t.built += j["built"].get<bool>();
     t.matched += j["match"].get<bool>();
     if (!j["match"].get<bool>()) t.failures.push_back(j["name"].get<std::string>() + ": " + j["error"].get<std::string>());
+    if (j["parsed"].get<bool>() && !j["built"].get<bool>()) t.build_errors.push_back(j["error"].get<std::string>());
   }
   std::sort(t.failures.begin(), t.failures.end());
   int accepted = t.programs - t.rejected;
@@ -95,10 +98,20 @@ TEST(TvmScriptRealTvm, CurrentDialectAcceptedBuiltAndCorrect) {
 }
 
 TEST(TvmScriptRealTvm, LegacyDialectAgainstOlderTvm) {
-  std::string py = std::string(STEPTP_SOURCE_DIR) + "/.venv-tvm-old/bin/python3";
-  if (!std::filesystem::exists(py)) GTEST_SKIP() << "no .venv-tvm-old (an apache-tvm release that reads T.block)";
+  std::string py = std::string(STEPTP_SOURCE_DIR) + "/.venv-tvm-old/bin/tvm-python";
+  if (!std::filesystem::exists(py)) GTEST_SKIP() << "no .venv-tvm-old (scripts/deps-tvm-legacy.sh: a TVM that reads T.block)";
   auto t = run_against(py, tir::TirDialect::Legacy, "block");
-  EXPECT_EQ(t.matched, t.programs - t.rejected);
+  // Every accepted program parses, and every module TVM builds matches the interpreter. The C
+  // backend (that TVM's only CPU codegen) cannot build a few constructs the LLVM backend of the
+  // current dialect builds: float64 vectors, fabs, loops that do not start at 0. Only those may
+  // fail to build.
+  EXPECT_EQ(t.parsed, t.programs - t.rejected);
+  EXPECT_EQ(t.matched, t.built);
+  for (const auto& e : t.build_errors)
+    EXPECT_TRUE(e.find("Unresolved call Op(tir.fabs)") != std::string::npos ||
+                e.find("to C type") != std::string::npos || e.find("is_zero(op->min)") != std::string::npos)
+        << e;
+  EXPECT_GE(t.built, (t.programs - t.rejected) * 9 / 10);
 }
 
 }  // namespace
