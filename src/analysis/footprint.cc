@@ -79,16 +79,16 @@ Footprint unite(const std::vector<Footprint>& parts) {
 
 }  // namespace
 
-std::map<std::string, Interval> loop_ranges(const std::vector<leir::Loop>& loops) {
-  std::map<std::string, Interval> out;
-  for (const auto& l : loops) out[l.var] = {l.start, l.start + l.extent - 1};
-  return out;
-}
-
 std::map<std::string, Interval> loop_ranges(const std::vector<const leir::Loop*>& loops) {
   std::map<std::string, Interval> out;
   for (const auto* l : loops) out[l->var] = {l->start, l->start + l->extent - 1};
   return out;
+}
+
+std::map<std::string, Interval> loop_ranges(const std::vector<leir::Loop>& loops) {
+  std::vector<const leir::Loop*> ptrs;
+  for (const auto& l : loops) ptrs.push_back(&l);
+  return loop_ranges(ptrs);
 }
 
 std::optional<Footprint> read_footprint(const std::vector<leir::ExprPtr>& accesses,

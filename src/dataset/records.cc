@@ -47,8 +47,7 @@ json loop_facts(const leir::Program& p, int index) {
   return loops;
 }
 
-json facts_json(const leir::Program& p, int site_item) {
-  auto pf = search::program_facts(p);
+json facts_json(const leir::Program& p, const search::ProgramFacts& pf, int site_item) {
   json nests = json::array();
   for (size_t i = 0; i < pf.nests.size(); ++i) {
     const auto& n = pf.nests[i];
@@ -120,8 +119,8 @@ std::vector<LoopFact> loops_of(const leir::Program& p, size_t from, size_t to) {
 double share(int64_t part, int64_t whole) { return whole > 0 ? std::round(1000.0 * double(part) / double(whole)) / 1000.0 : 1.0; }
 
 // What a step changes in the analysis facts: the grounds of CoT section (c).
-json effect_json(const leir::Program& a, const leir::Program& b) {
-  auto fa = search::program_facts(a), fb = search::program_facts(b);
+json effect_json(const leir::Program& a, const search::ProgramFacts& fa, const leir::Program& b) {
+  auto fb = search::program_facts(b);
   Changed c = changed_items(a, b);
   auto la = loops_of(a, c.first, c.end_a), lb = loops_of(b, c.first, c.end_b);
   // Loops of the changed items that gain a parallel/bound/vector/unroll kind, lose one, or are
@@ -201,12 +200,13 @@ json transition_json(const leir::Program& a, const leir::Program& b) {
           {"tensors_removed", removed}};
 }
 
-json answer_json(const search::Transition& t, const std::string& root_key, int seq) {
+// One answer of a record (its "id" is set where it is used: single and multi-answer records may
+// share a transition).
+json answer_json(const search::Transition& t, const search::ProgramFacts& parent_facts) {
   int site_item = t.site.path.empty() ? -1 : t.site.path[0];
   double sp = search::round_ratio(t.cost_parent.value, t.cost_result.value);
   double sr = search::round_ratio(t.cost_root.value, t.cost_result.value);
-  return {{"id", fmt::format("{}#{}", root_key, seq)},
-          {"strategy", t.strategy},
+  return {{"strategy", t.strategy},
           {"site", {{"index", t.site_index}, {"path", t.site.path}, {"detail", t.site.detail},
                     {"description", t.site.description}}},
           {"params", params_json(t.params)},
@@ -224,7 +224,7 @@ json answer_json(const search::Transition& t, const std::string& root_key, int s
           {"label", t.improving ? "improving" : "non_improving"},
           {"chosen", t.chosen},
           {"transition", transition_json(t.parent, t.result)},
-          {"effect", effect_json(t.parent, t.result)},
+          {"effect", effect_json(t.parent, parent_facts, t.result)},
           {"site_item", site_item}};
 }
 
@@ -275,11 +275,20 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
       return res.transitions[a].cost_result.value < res.transitions[b].cost_result.value;
     });
+    const auto parent_facts = search::program_facts(first.parent);
     std::map<int, json> facts_cache;
     auto facts_for = [&](int item) -> json& {
       auto it = facts_cache.find(item);
-      if (it == facts_cache.end()) it = facts_cache.emplace(item, facts_json(first.parent, item)).first;
+      if (it == facts_cache.end()) it = facts_cache.emplace(item, facts_json(first.parent, parent_facts, item)).first;
       return it->second;
+    };
+    std::map<size_t, json> answer_cache;
+    auto answer_for = [&](size_t i) {
+      auto it = answer_cache.find(i);
+      if (it == answer_cache.end()) it = answer_cache.emplace(i, answer_json(res.transitions[i], parent_facts)).first;
+      json a = it->second;
+      a["id"] = fmt::format("{}#{}", r.key, seq++);
+      return a;
     };
     // Visit the state's steps in a seeded order so no strategy is favoured by its catalogue
     // position; keep at most `per_strategy_per_state` steps of one strategy.
@@ -301,10 +310,9 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     }
     std::sort(kept.begin(), kept.end());
     for (size_t i : kept) {
-      const auto& t = res.transitions[i];
       json rec = base;
       rec["kind"] = "single";
-      rec["answers"] = json::array({answer_json(t, r.key, seq++)});
+      rec["answers"] = json::array({answer_for(i)});
       rec["facts"] = facts_for(rec["answers"][0]["site_item"].get<int>());
       records.push_back(std::move(rec));
     }
@@ -319,7 +327,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
       if (used.count(t.strategy)) continue;
       if (is_trivial_strategy(t.strategy) && trivial++ >= o.multi_trivial_max) continue;
       used.insert(t.strategy);
-      answers.push_back(answer_json(t, r.key, seq++));
+      answers.push_back(answer_for(i));
       if (int(answers.size()) >= o.multi_answer_max) break;
     }
     if (answers.size() >= 2) {

@@ -57,11 +57,6 @@ void count_gathers(const leir::ExprPtr& e, ExprCount& c) {
   for (const auto& a : e->args) count_gathers(a, c);
 }
 
-void collect_global_accesses(const leir::ExprPtr& e, std::vector<const leir::Expr*>& out) {
-  if (e->kind == leir::ExprKind::Access && e->scope == leir::Scope::Global) out.push_back(e.get());
-  for (const auto& a : e->args) collect_global_accesses(a, out);
-}
-
 // Whether the flat (row-major) address of `access` moves by at most one element per step of `v`
 // (no v: invariant). Non-affine subscripts (gathers, // and %) count as scattered.
 bool contiguous_in(const leir::Expr& access, const std::string& v, const leir::TensorTable& table) {
@@ -89,10 +84,10 @@ void walk(const std::vector<leir::Item>& body, int64_t iters, double par, double
   for (const auto& it : body) {
     if (it.is_stmt()) {
       if (w.table) {
-        std::vector<const leir::Expr*> acc;
-        collect_global_accesses(it.stmt.lhs, acc);
-        collect_global_accesses(it.stmt.rhs, acc);
-        for (const auto* a : acc) {
+        auto acc = analysis::reads_of(it.stmt);  // with the written element: every access
+        acc.push_back(it.stmt.lhs);
+        for (const auto& a : acc) {
+          if (a->scope != leir::Scope::Global) continue;
           f.accesses += iters;
           if (contiguous_in(*a, w.innermost, *w.table)) f.contiguous_accesses += iters;
         }

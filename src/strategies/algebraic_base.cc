@@ -89,6 +89,23 @@ bool on_spine(const std::vector<int>& target, size_t spine) {
   return target.size() < spine && std::all_of(target.begin(), target.end(), [](int k) { return k == 0; });
 }
 
+// The `spine` left-nested binary operators at the top of `e`, as a view chained them: the first
+// operand, then each right operand with its operator, in order. The operands stay whole.
+struct Chain {
+  ExprPtr first;
+  std::vector<std::pair<BinaryOp, ExprPtr>> rest;
+};
+Chain unchain(ExprPtr e, size_t spine) {
+  Chain c;
+  for (size_t k = 0; k < spine; ++k) {
+    c.rest.push_back({e->bop, e->args[1]});
+    e = e->args[0];
+  }
+  std::reverse(c.rest.begin(), c.rest.end());
+  c.first = e;
+  return c;
+}
+
 std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& path, std::string& why) {
   if (!leir::is_floating(s.lhs->dtype)) {
     why = "stores into " + std::string(leir::to_string(s.lhs->dtype)) +
@@ -135,17 +152,10 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
         if (on_spine(target, spine)) {
           for (auto& t : signed_terms(b)) terms.push_back(t);
         } else {
-          // Unchain exactly the `spine` operators the view built; the terms stay whole.
-          std::vector<SignedTerm> rev;
-          ExprPtr e = b;
-          for (size_t k = 0; k < spine; ++k) {
-            rev.push_back({e->args[1], e->bop == BinaryOp::Add});
-            e = e->args[0];
-          }
-          SignedTerm first{e, true};
-          if (e->kind == ExprKind::Unary) first = {e->args[0], false};
-          terms.push_back(first);
-          terms.insert(terms.end(), rev.rbegin(), rev.rend());
+          Chain c = unchain(b, spine);
+          if (c.first->kind == ExprKind::Unary) terms.push_back({c.first->args[0], false});
+          else terms.push_back({c.first, true});
+          for (const auto& [op, e] : c.rest) terms.push_back({e, op == BinaryOp::Add});
         }
         return additive_chain(terms);
       };
@@ -176,13 +186,9 @@ std::optional<StmtView> view_of(const leir::Stmt& s, const std::vector<int>& pat
         if (on_spine(target, spine)) {
           flatten_product(b, fs);
         } else {
-          ExprPtr e = b;
-          for (size_t k = 0; k < spine; ++k) {
-            fs.push_back(e->args[1]);
-            e = e->args[0];
-          }
-          fs.push_back(e);
-          std::reverse(fs.begin(), fs.end());
+          Chain c = unchain(b, spine);
+          fs.push_back(c.first);
+          for (const auto& [op, e] : c.rest) fs.push_back(e);
         }
         ExprPtr acc = lhs;
         for (auto& f : fs) acc = leir::make_binary(BinaryOp::Mul, acc, f);

@@ -147,6 +147,11 @@ bool at_most_one_unbounded(const std::vector<ExprPtr>& exponents, double scale =
   }
   return unbounded <= 1;
 }
+bool at_most_one_unbounded(const std::vector<Term>& terms, double scale = 1) {
+  std::vector<ExprPtr> exponents;
+  for (const auto& t : terms) exponents.push_back(t.e);
+  return at_most_one_unbounded(exponents, scale);
+}
 
 constexpr const char* kOverflowRefusal =
     "two exponents are unbounded: exp(a)*exp(b) is inf*0 = NaN where exp(a+b) is finite (a, b near +-1000)";
@@ -202,19 +207,18 @@ class Powsimp final : public AlgebraicStrategy {
     bool changed = false;
     // exp factors -> one exp at the position of the first.
     std::vector<Term> exp_args;
+    std::vector<ExprPtr> exp_exponents;  // one per exp factor
     int first_exp = -1;
     for (const auto& f : fs)
       if (is_call(*f.e, Func::Exp)) {
         if (first_exp < 0) first_exp = static_cast<int>(out.size());
         sum_terms(f.e->args[0], !f.inverse, exp_args);
+        exp_exponents.push_back(f.e->args[0]);
       } else {
         out.push_back(f);
       }
-    int n_exp = static_cast<int>(fs.size() - out.size());
-    std::vector<ExprPtr> exp_units;
-    for (const auto& f : fs)
-      if (is_call(*f.e, Func::Exp)) exp_units.push_back(f.e->args[0]);
-    bool exp_refused = n_exp >= 2 && !at_most_one_unbounded(exp_units);
+    int n_exp = static_cast<int>(exp_exponents.size());
+    bool exp_refused = n_exp >= 2 && !at_most_one_unbounded(exp_exponents);
     if (exp_refused) {
       out = fs;
     } else if (n_exp >= 2) {
@@ -280,9 +284,7 @@ class ExpandPowsimp final : public AlgebraicStrategy {
     if (is_call(*e, Func::Exp)) {
       std::vector<Term> terms;
       sum_terms(e->args[0], true, terms);
-      std::vector<ExprPtr> exponents;
-      for (const auto& term : terms) exponents.push_back(term.e);
-      if (!at_most_one_unbounded(exponents)) return Rewrite::refuse(kOverflowRefusal);
+      if (!at_most_one_unbounded(terms)) return Rewrite::refuse(kOverflowRefusal);
       ExprPtr acc;
       for (const auto& term : terms) {
         ExprPtr f = leir::make_call(Func::Exp, {term.positive ? bare(term.e) : leir::make_neg(term.e)});
@@ -301,9 +303,7 @@ class ExpandPowsimp final : public AlgebraicStrategy {
     sum_terms(k, true, terms);
     if (!base->is_number() || base->value <= 0)
       return Rewrite::refuse("the base is not a positive constant: x**a*x**b is inf*0 = NaN where x**(a+b) is finite");
-    std::vector<ExprPtr> exponents;
-    for (const auto& term : terms) exponents.push_back(term.e);
-    if (!at_most_one_unbounded(exponents, std::fabs(std::log(base->value)))) return Rewrite::refuse(kOverflowRefusal);
+    if (!at_most_one_unbounded(terms, std::fabs(std::log(base->value)))) return Rewrite::refuse(kOverflowRefusal);
     ExprPtr acc;
     for (const auto& term : terms) {
       ExprPtr f = power(base, term.positive ? term.e : leir::make_neg(term.e));

@@ -146,8 +146,9 @@ analysis::Box whole(const std::vector<int64_t>& shape) {
 // nullopt: a copy could read unset elements (a cache of a slice, a strided write).
 std::optional<analysis::Box> copy_box(const Program& p, const leir::TensorTable& table, const std::string& tensor,
                                       const std::vector<ExprPtr>& accesses, const std::vector<Loop>& loops, int at) {
-  analysis::Box all = whole(table.at(tensor).shape);
-  if (is_known(p, tensor) && !is_output(p, tensor)) return all;
+  const auto& info = table.at(tensor);
+  analysis::Box all = whole(info.shape);
+  if (info.read_only()) return all;
   auto read = analysis::read_footprint(accesses, analysis::loop_ranges(loops));
   analysis::Box box = read ? analysis::intersect(read->box, all) : all;
   if (!analysis::covered(box, analysis::write_footprints(p.body, at, tensor))) return std::nullopt;
@@ -223,7 +224,13 @@ struct ConcatPlan {
   std::string axis;
   int64_t n1 = 0, n2 = 0;
   std::map<std::string, std::string> names;                 // first's tensors -> second's
-  std::vector<std::tuple<std::string, std::string, int>> concat;  // (T1, T2, dim) copied
+  struct Copied {
+    std::string t1, t2;
+    int dim;
+    ExprPtr read1, read2;           // an access of each (its annotation)
+    analysis::Box box1, box2;       // what each copy covers (copy_box)
+  };
+  std::vector<Copied> concat;
 };
 
 std::string plan_concat(const Program& p, const analysis::UseDef& ud, const leir::TensorTable& table, int i, int j,
@@ -272,10 +279,12 @@ std::string plan_concat(const Program& p, const analysis::UseDef& ud, const leir
       continue;
     }
     if (!seen.insert({t1, t2, d}).second) continue;
-    if (!copy_box(p, table, t1, accesses_of(s1->rhs, t1), a.loops, i) ||
-        !copy_box(p, table, t2, accesses_of(s2->rhs, t2), b.loops, j))
+    auto reads1 = accesses_of(s1->rhs, t1), reads2 = accesses_of(s2->rhs, t2);
+    auto box1 = copy_box(p, table, t1, reads1, a.loops, i);
+    auto box2 = copy_box(p, table, t2, reads2, b.loops, j);
+    if (!box1 || !box2)
       return fmt::format("{} or {} is an intermediate not written everywhere the nest reads it (a copy could read unset elements)", t1, t2);
-    plan.concat.push_back({t1, t2, d});
+    plan.concat.push_back({t1, t2, d, reads1.back(), reads2.back(), std::move(*box1), std::move(*box2)});
   }
   return "";
 }
@@ -308,24 +317,16 @@ class TensorConcat final : public ConsideringStrategy {
     analysis::NameAllocator alloc(p);
     std::vector<leir::Item> block;
     std::map<std::string, std::string> rename;  // first's tensor -> concatenated buffer
-    std::vector<ExprPtr> r1;
-    collect_accesses(s1.rhs, r1);
-    for (const auto& [t1, t2, d] : plan.concat) {
-      auto sh1 = shape_of(table, t1), sh2 = shape_of(table, t2);
+    for (const auto& c : plan.concat) {
+      auto sh1 = shape_of(table, c.t1), sh2 = shape_of(table, c.t2);
       for (size_t k = 0; k < sh1.size(); ++k)
-        if (static_cast<int>(k) != d && sh1[k] != sh2[k]) return std::nullopt;
+        if (static_cast<int>(k) != c.dim && sh1[k] != sh2[k]) return std::nullopt;
       std::string buf = alloc.fresh_tensor();
       // The buffer takes t1's annotation (the one computation reads it where it read t1); each
       // source keeps its own (t1 and t2 may differ in scope).
-      ExprPtr like, like2;
-      for (const auto& r : r1) if (r->tensor == t1) like = r;
-      for (const auto& r : accesses_of(s2.rhs, t2)) like2 = r;
-      auto box1 = copy_box(p, table, t1, accesses_of(s1.rhs, t1), p.body[i].nest.loops, i);
-      auto box2 = copy_box(p, table, t2, accesses_of(s2.rhs, t2), p.body[j].nest.loops, j);
-      if (!box1 || !box2) return std::nullopt;
-      block.push_back(leir::Item::of(copy_nest(*box1, d, plan.n1, {{like, buf, 0, like, t1, 0}})));
-      block.push_back(leir::Item::of(copy_nest(*box2, d, plan.n2, {{like, buf, plan.n1, like2, t2, 0}})));
-      rename[t1] = buf;
+      block.push_back(leir::Item::of(copy_nest(c.box1, c.dim, plan.n1, {{c.read1, buf, 0, c.read1, c.t1, 0}})));
+      block.push_back(leir::Item::of(copy_nest(c.box2, c.dim, plan.n2, {{c.read1, buf, plan.n1, c.read2, c.t2, 0}})));
+      rename[c.t1] = buf;
     }
     // One computation over the concatenated domain.
     std::string result = alloc.fresh_tensor();
