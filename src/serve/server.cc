@@ -201,6 +201,7 @@ int run_server(const ServeOptions& o, const std::function<void(const std::string
   svr.set_write_timeout(10, 0);
   svr.set_keep_alive_timeout(2);
   svr.set_keep_alive_max_count(100000);
+  svr.set_tcp_nodelay(true);  // replies are small: no Nagle wait for the client's delayed ACK
   service.install(svr);
   int port = o.port;
   if (port == 0) port = svr.bind_to_any_port(o.host);
