@@ -21,13 +21,7 @@ using nlohmann::json;
 
 // Parses and validates a program text; throws LeirError naming `field` as the file.
 leir::Program valid_program(const std::string& text, const std::string& field) {
-  leir::Program p = leir::program_from_text(text, field);
-  auto report = leir::validate_all(p);
-  if (!report.ok()) {
-    const auto& e = report.errors.front();
-    throw leir::LeirError(field, e.loc, e.message);
-  }
-  return p;
+  return require_valid(leir::program_from_text(text, field), field);
 }
 
 // A body-only IR (public_train.jsonl's form) has no declaration line.
@@ -81,10 +75,6 @@ json fail(json o, Stage stage, const std::string& reason) {
   o["reason"] = reason;
   finish(o);
   return o;
-}
-
-json timing_json(const backend::TimingStats& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
 }
 
 // One answer's funnel, after parsing.
@@ -146,8 +136,8 @@ json score_step(const Context& ctx, const Step& step, const ScoreOptions& o, con
   double sp = m.vs_parent.speedup, sr = m.vs_root.speedup;
   out["speedup_vs_parent"] = sp;
   out["speedup_vs_root"] = sr;
-  out["measurement"] = {{"parent", timing_json(m.vs_parent.a)}, {"candidate_vs_parent", timing_json(m.vs_parent.b)},
-                        {"root", timing_json(m.vs_root.a)},     {"candidate_vs_root", timing_json(m.vs_root.b)},
+  out["measurement"] = {{"parent", to_json(m.vs_parent.a)}, {"candidate_vs_parent", to_json(m.vs_parent.b)},
+                        {"root", to_json(m.vs_root.a)},     {"candidate_vs_root", to_json(m.vs_root.b)},
                         {"threads", m.threads}};
   bool implausible = false;
   if (m.peaks) {
@@ -166,6 +156,12 @@ json score_step(const Context& ctx, const Step& step, const ScoreOptions& o, con
 }
 
 }  // namespace
+
+leir::Program require_valid(leir::Program p, const std::string& field) {
+  auto report = leir::validate_all(p);
+  if (!report.ok()) throw leir::LeirError(field, report.errors.front().loc, report.errors.front().message);
+  return p;
+}
 
 std::string_view to_string(Stage s) {
   switch (s) {

@@ -54,6 +54,9 @@ struct Context {
 // that does not parse or validate, with line:col inside that field).
 Context parse_context(const nlohmann::json& reward_context);
 
+// `p` itself when it validates; else throws leir::LeirError with its first error, `field` as file.
+leir::Program require_valid(leir::Program p, const std::string& field);
+
 // The funnel stages in order; an answer's `failed_stage` is the first it did not pass.
 enum class Stage : uint8_t { Parsed, Valid, Differs, Equivalent, Compiles, Faster };
 inline constexpr int kStageCount = 6;

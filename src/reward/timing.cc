@@ -137,6 +137,10 @@ json to_json(const MachinePeaks& p) {
   return {{"flops_per_s", p.flops_per_s}, {"bytes_per_s", p.bytes_per_s}, {"threads", p.threads}};
 }
 
+json to_json(const backend::TimingStats& t) {
+  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
+}
+
 MachinePeaks cached_peaks(const std::string& path, int threads) {
   namespace fs = std::filesystem;
   const std::string id = machine_id();

@@ -51,6 +51,8 @@ MeasuredPair measure_pair(const leir::Program& a, const leir::Program& b, const 
 
 MachinePeaks measure_peaks(int threads);
 nlohmann::json to_json(const MachinePeaks& p);
+// {"median_ms", "min_ms", "max_ms", "cv", "repeats"}.
+nlohmann::json to_json(const backend::TimingStats& t);
 // The peaks cached in `path` for this machine (host name, CPU model) and thread count, measured
 // and written (atomically) when absent. The caller holds the MachineLock.
 MachinePeaks cached_peaks(const std::string& path, int threads);

@@ -81,15 +81,7 @@ leir::Program program_field(const json& req, const char* key, bool validate = tr
   if (v.is_string()) p = leir::program_from_text(v.get<std::string>(), key);
   else if (v.is_object()) p = leir::program_from_json(v, key);
   else throw BadRequest(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
-  if (validate) {
-    auto rep = leir::validate_all(p);
-    if (!rep.ok()) throw leir::LeirError(key, rep.errors.front().loc, rep.errors.front().message);
-  }
-  return p;
-}
-
-json timing_json(const backend::TimingStats& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
+  return validate ? reward::require_valid(std::move(p), key) : p;
 }
 
 // ---- endpoints ----
@@ -204,9 +196,9 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
     return reward::measure_pair(base, p, measure_settings(c, input_seed, threads, min_time));
   });
   if (!m.ok) return {422, {{"error", m.error}, {"compiled", m.compiled}}};
-  json body = {{"program", timing_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
+  json body = {{"program", reward::to_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
   if (req.contains("against")) {
-    body["against"] = timing_json(m.cmp.a);
+    body["against"] = reward::to_json(m.cmp.a);
     body["speedup"] = m.cmp.speedup;
   }
   return {200, body};
