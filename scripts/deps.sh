@@ -9,6 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev python3-requests
   libopenblas0-pthread libopenblas-pthread-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
   clang

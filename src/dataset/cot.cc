@@ -274,7 +274,15 @@ json make_chat(const json& rec) {
   std::string asst = "<think>\n" + make_cot(rec) + "</think>\n<answer>" + answer + "</answer>";
   return {{"messages", json::array({{{"role", "system"}, {"content", sys}},
                                     {{"role", "user"}, {"content", user}},
-                                    {{"role", "assistant"}, {"content", asst}}})}};
+                                    {{"role", "assistant"}, {"content", asst}}})},
+          {"reward_context", reward_context(rec)}};
+}
+
+json reward_context(const json& rec) {
+  return {{"root_program", rec.at("root_program")}, {"parent_program", rec.at("parent_program")},
+          {"root_hash", rec.at("root").value("hash", "")}, {"parent_hash", rec.value("parent_hash", "")},
+          {"kind", rec.value("kind", "single")},          {"target", rec.value("target", "cpu")},
+          {"record_id", rec.value("id", "")}};
 }
 
 }  // namespace steptp::dataset

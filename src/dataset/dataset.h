@@ -95,8 +95,12 @@ GenerateSummary generate(const GenerateOptions& o);
 nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr);
 // The grounded CoT of a record (sections a-e); every number comes from a field of the record.
 std::string make_cot(const nlohmann::json& rec);
-// Chat record {"messages":[system,user,assistant]}.
+// Chat record {"messages":[system,user,assistant], "reward_context": reward_context(rec)}.
 nlohmann::json make_chat(const nlohmann::json& rec);
+// What a reward needs to score an answer to the record's prompt (reward/reward.h, `steptp serve`):
+// {"root_program", "parent_program" (LEIR text), "root_hash", "parent_hash", "kind", "target",
+// "record_id" (the record's id in steps.jsonl)}.
+nlohmann::json reward_context(const nlohmann::json& rec);
 // All numbers (as written) in a text: maximal [0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)? runs not preceded by a letter.
 std::vector<std::string> numbers_in(const std::string& text);
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "dataset/dataset.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 
@@ -113,7 +114,8 @@ json make_public_chat(const json& rec) {
   std::string asst = "<think>\n" + cot + "</think>\n<answer>" + (multi ? ans.dump() : ans[0].dump()) + "</answer>";
   return {{"messages", json::array({{{"role", "system"}, {"content", sys}},
                                     {{"role", "user"}, {"content", user}},
-                                    {{"role", "assistant"}, {"content", asst}}})}};
+                                    {{"role", "assistant"}, {"content", asst}}})},
+          {"reward_context", reward_context(rec)}};
 }
 
 }  // namespace steptp::dataset

@@ -1,0 +1,54 @@
+"""HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
+/v1/score/batch. Uses Debian's python3-requests; a 429 is retried after its Retry-After."""
+
+import json
+import os
+import time
+
+import requests
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def service_url(url=None):
+    """The service URL: the argument, else $STEPTP_SERVE_URL, else http://127.0.0.1:8080."""
+    return (url or os.environ.get("STEPTP_SERVE_URL") or DEFAULT_URL).rstrip("/")
+
+
+def as_context(value):
+    """A reward_context given as a dict or as its JSON text (verl's ground_truth is often a string)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict) or "root_program" not in value or "parent_program" not in value:
+        raise ValueError("reward_context must hold root_program and parent_program (docs/dataset.md)")
+    return value
+
+
+class StepTPClient:
+    def __init__(self, url=None, timeout=600.0, retries=20, session=None):
+        self.url = service_url(url)
+        self.timeout = timeout
+        self.retries = retries
+        self.session = session or requests.Session()
+
+    def _post(self, path, body):
+        for attempt in range(self.retries + 1):
+            r = self.session.post(self.url + path, json=body, timeout=self.timeout)
+            if r.status_code != 429 or attempt == self.retries:
+                break
+            time.sleep(float(r.headers.get("Retry-After", "1")))
+        r.raise_for_status()
+        return r.json()
+
+    def score(self, answer, reward_context, measure=True):
+        """The full /v1/score reply (reward, parts per answer, funnel stages)."""
+        return self._post("/v1/score", {"answer": answer, "reward_context": as_context(reward_context),
+                                        "measure": measure})
+
+    def score_batch(self, answers, contexts, measure=True, chunk=64):
+        """One /v1/score reply per (answer, context), in order, in batches of `chunk`."""
+        out = []
+        items = [{"answer": a, "reward_context": as_context(c), "measure": measure} for a, c in zip(answers, contexts)]
+        for i in range(0, len(items), chunk):
+            out.extend(self._post("/v1/score/batch", {"items": items[i:i + chunk]})["results"])
+        return out

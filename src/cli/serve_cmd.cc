@@ -1,0 +1,101 @@
+// steptp serve [--host 127.0.0.1] [--port N] [--workers W] ...: the verification and reward
+// service (docs/serve.md, docs/openapi.yaml). `steptp serve-worker` is its worker process,
+// started by the server itself with the same job settings (not meant to be run by hand).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "serve/server.h"
+#include "serve/worker.h"
+
+namespace steptp::cli {
+namespace {
+
+struct JobSettings {
+  serve::JobConfig config;
+  serve::WorkerLimits limits;
+  int64_t memory_mib = 4096;
+
+  void add(CLI::App& sub) {
+    sub.add_option("--job-timeout", limits.job_timeout_s, "seconds a job may run (waits for the machine excluded)")
+        ->check(CLI::Range(0.1, 3600.0));
+    sub.add_option("--measure-timeout", limits.measure_timeout_s, "seconds a job may run once it holds the machine")
+        ->check(CLI::Range(0.1, 3600.0));
+    sub.add_option("--memory-limit", memory_mib, "MiB of address space a job may add (default 4096)")
+        ->check(CLI::Range(64, 1 << 20));
+    sub.add_option("--measure-threads", config.measure_threads, "OpenMP threads of timed kernels (default 1)")
+        ->check(CLI::Range(1, 1024));
+    sub.add_option("--measure-min-time", config.measure_min_time, "seconds per interleaved comparison (default 0.01)")
+        ->check(CLI::Range(0.001, 10.0));
+    sub.add_option("--peaks", config.peaks_path,
+                   "machine peaks cache (default ~/.cache/steptp/peaks.json; 'none': no implausibility check)");
+    sub.add_flag("--fault-injection", config.fault_injection,
+                 "TESTS ONLY: honour a score request's \"fault\" (crash, hang, oom in the sandbox)");
+  }
+  void resolve() {
+    limits.memory_bytes = memory_mib << 20;
+    if (config.peaks_path == "none") config.peaks_path.clear();
+  }
+  std::vector<std::string> argv() const {
+    std::vector<std::string> a = {"--job-timeout", std::to_string(limits.job_timeout_s),
+                                  "--measure-timeout", std::to_string(limits.measure_timeout_s),
+                                  "--memory-limit", std::to_string(memory_mib),
+                                  "--measure-threads", std::to_string(config.measure_threads),
+                                  "--measure-min-time", std::to_string(config.measure_min_time),
+                                  "--peaks", config.peaks_path.empty() ? "none" : config.peaks_path};
+    if (config.fault_injection) a.push_back("--fault-injection");
+    return a;
+  }
+};
+
+std::string default_peaks_path() {
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/peaks.json";
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the steptp executable (/proc/self/exe)");
+  return std::string(buf, size_t(n));
+}
+
+RegisterCommand serve_cmd{{"serve", "HTTP verification and reward service for RL training", [](CLI::App& sub) {
+  auto o = std::make_shared<serve::ServeOptions>();
+  auto js = std::make_shared<JobSettings>();
+  js->config.peaks_path = default_peaks_path();
+  o->workers = int(std::max(1u, std::thread::hardware_concurrency()));
+  sub.add_option("--host", o->host, "address to bind (default 127.0.0.1)");
+  sub.add_option("--port", o->port, "TCP port (default 8080; 0: any free port, printed)")->check(CLI::Range(0, 65535));
+  sub.add_option("--workers", o->workers, "worker processes (default: the number of CPUs)")->check(CLI::Range(1, 256));
+  sub.add_option("--queue", o->queue, "jobs that may wait for a worker before 429 (default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--threads", o->threads, "HTTP connection threads (default 64)")->check(CLI::Range(4, 4096));
+  sub.add_option("--max-body", o->max_body_bytes, "request body limit in bytes (default 4 MiB; larger: 413)")
+      ->check(CLI::Range(1024, 1 << 30));
+  js->add(sub);
+  return [o, js]() -> int {
+    js->resolve();
+    o->worker_argv = {self_exe(), "serve-worker"};
+    for (auto& a : js->argv()) o->worker_argv.push_back(a);
+    return serve::run_server(*o, [](const std::string& url) {
+      std::cout << "steptp serve: listening on " << url << std::endl;
+    });
+  };
+}}};
+
+RegisterCommand worker_cmd{{"serve-worker", "internal: a worker process of `steptp serve` (jobs on stdin)",
+                            [](CLI::App& sub) {
+  auto js = std::make_shared<JobSettings>();
+  js->add(sub);
+  return [js]() -> int {
+    js->resolve();
+    return serve::worker_main(0, 1, js->config, js->limits);
+  };
+}}};
+
+}  // namespace
+}  // namespace steptp::cli

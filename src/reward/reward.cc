@@ -1,0 +1,282 @@
+// The funnel and the reward of an answer (see reward.h).
+#include "reward/reward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "leir/diagnostic.h"
+#include "leir/program_io.h"
+#include "leir/validate.h"
+#include "search/search.h"
+#include "strategies/strategy.h"
+#include "verify/verifier.h"
+
+namespace steptp::reward {
+namespace {
+
+using nlohmann::json;
+
+// Parses and validates a program text; throws LeirError naming `field` as the file.
+leir::Program valid_program(const std::string& text, const std::string& field) {
+  return require_valid(leir::program_from_text(text, field), field);
+}
+
+// A body-only IR (public_train.jsonl's form) has no declaration line.
+bool has_signature(const std::string& ir) {
+  size_t pos = 0;
+  while (pos < ir.size()) {
+    size_t end = ir.find('\n', pos);
+    std::string line = ir.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b != std::string::npos && line[b] != '#') {
+      for (const char* kw : {"name ", "input ", "output ", "param ", "constant "})
+        if (line.compare(b, std::string_view(kw).size(), kw) == 0) return true;
+      return false;  // the first meaningful line is body
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return false;
+}
+
+std::string signature_text(const leir::Program& p) {
+  std::string s;
+  if (!p.name.empty()) s += "name " + p.name + "\n";
+  for (const auto& d : p.known) s += leir::signature_line(d) + "\n";
+  return s;
+}
+
+json verification_json(const verify::VerifyReport& r) { return json::parse(verify::to_json(r)); }
+
+double log2_clamped(double s) { return std::clamp(std::log2(std::max(s, 1e-12)), -1.0, 1.0); }
+
+json blank_outcome(const Step& s) {
+  return {{"reward", 0.0},
+          {"parts", {{"format", 0.0}, {"validity", 0.0}, {"equivalence", 0.0}, {"compiles", 0.0}, {"speedup", 0.0}}},
+          {"stages_passed", json::array({"parsed"})},
+          {"failed_stage", nullptr},
+          {"inconclusive", false},
+          {"reason", ""},
+          {"form", s.form == Step::Form::IR ? "ir" : "action"},
+          {"strategy", s.strategy}};
+}
+
+void finish(json& o) {
+  double r = 0;
+  for (const auto& [k, v] : o["parts"].items()) r += v.get<double>();
+  o["reward"] = std::round(r * 1e6) / 1e6;
+}
+
+json fail(json o, Stage stage, const std::string& reason) {
+  o["failed_stage"] = std::string(to_string(stage));
+  o["reason"] = reason;
+  finish(o);
+  return o;
+}
+
+// One answer's funnel, after parsing.
+json score_step(const Context& ctx, const Step& step, const ScoreOptions& o, const std::vector<uint64_t>& earlier,
+                uint64_t* hash_out) {
+  json out = blank_outcome(step);
+  auto progress = [&](Stage next) {
+    if (!o.on_progress) return;
+    json p = out;
+    p["entering"] = std::string(to_string(next));
+    o.on_progress(p);
+  };
+  progress(Stage::Valid);
+  Candidate c = candidate_program(ctx.parent, step);
+  if (!c.program) {
+    out["parts"]["validity"] = RewardParts::kInvalid;
+    return fail(out, Stage::Valid, c.error);
+  }
+  out["stages_passed"].push_back("valid");
+  const leir::Program& cand = *c.program;
+  uint64_t h = search::program_hash(cand);
+  *hash_out = h;
+  out["candidate_hash"] = search::hex64(h);
+  if (h == search::program_hash(ctx.parent)) return fail(out, Stage::Differs, "the program is the parent's");
+  if (auto k = std::find(earlier.begin(), earlier.end(), h); k != earlier.end())
+    return fail(out, Stage::Differs, fmt::format("the same program as answer {}", k - earlier.begin()));
+  out["stages_passed"].push_back("differs");
+
+  progress(Stage::Equivalent);
+  verify::VerifyOptions vo;
+  vo.trials = o.verify_trials;
+  vo.seed = o.verify_seed;
+  auto rep = verify::verify(ctx.root, cand, vo);
+  out["verification"] = verification_json(rep);
+  out["verdict"] = std::string(verify::to_string(rep.verdict));
+  if (!rep.equivalent) {
+    out["parts"]["equivalence"] = RewardParts::kNotEquivalent;
+    // Any verdict but equivalent is not verified; "inconclusive" is counted apart.
+    out["inconclusive"] = out["verdict"] == "inconclusive";
+    std::string why = rep.error.empty() ? fmt::format("not equivalent to the root ({})", out["verdict"].get<std::string>())
+                                        : rep.error;
+    return fail(out, Stage::Equivalent, why);
+  }
+  out["parts"]["equivalence"] = RewardParts::kEquivalent;
+  out["stages_passed"].push_back("equivalent");
+  if (!o.measure) {
+    finish(out);
+    return out;
+  }
+
+  progress(Stage::Compiles);
+  MeasuredStep m = o.measurer ? o.measurer(ctx, cand) : measure_step(ctx.root, ctx.parent, cand, {});
+  if (!m.ok) {
+    out["measurement"] = {{"error", m.error}};
+    return fail(out, Stage::Compiles, (m.compiled ? "run failed: " : "") + m.error);
+  }
+  out["parts"]["compiles"] = RewardParts::kCompiles;
+  out["stages_passed"].push_back("compiles");
+  double sp = m.vs_parent.speedup, sr = m.vs_root.speedup;
+  out["speedup_vs_parent"] = sp;
+  out["speedup_vs_root"] = sr;
+  out["measurement"] = {{"parent", to_json(m.vs_parent.a)}, {"candidate_vs_parent", to_json(m.vs_parent.b)},
+                        {"root", to_json(m.vs_root.a)},     {"candidate_vs_root", to_json(m.vs_root.b)},
+                        {"threads", m.threads}};
+  bool implausible = false;
+  if (m.peaks) {
+    double bound_ms = 1e3 * lower_bound_seconds(cand, *m.peaks);
+    out["lower_bound_ms"] = bound_ms;
+    implausible = std::min(m.vs_parent.b.median_ms, m.vs_root.b.median_ms) < bound_ms;
+  }
+  out["implausible"] = implausible;
+  if (implausible) return fail(out, Stage::Faster, "implausible: faster than the machine's peaks allow");
+  out["parts"]["speedup"] = RewardParts::kSpeedupScale * log2_clamped(sp);
+  if (sp < o.improve_threshold)
+    return fail(out, Stage::Faster, fmt::format("speedup over the parent {:.3g} < {:.3g}", sp, o.improve_threshold));
+  out["stages_passed"].push_back("faster");
+  finish(out);
+  return out;
+}
+
+}  // namespace
+
+leir::Program require_valid(leir::Program p, const std::string& field) {
+  auto report = leir::validate_all(p);
+  if (!report.ok()) throw leir::LeirError(field, report.errors.front().loc, report.errors.front().message);
+  return p;
+}
+
+std::string_view to_string(Stage s) {
+  switch (s) {
+    case Stage::Parsed: return "parsed";
+    case Stage::Valid: return "valid";
+    case Stage::Differs: return "differs";
+    case Stage::Equivalent: return "equivalent";
+    case Stage::Compiles: return "compiles";
+    case Stage::Faster: return "faster";
+  }
+  return "parsed";
+}
+
+Context parse_context(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("reward_context must be a JSON object");
+  for (const char* k : {"root_program", "parent_program"})
+    if (!j.contains(k) || !j[k].is_string())
+      throw std::invalid_argument(fmt::format("reward_context.{} must be a LEIR program text", k));
+  return {valid_program(j["root_program"].get<std::string>(), "reward_context.root_program"),
+          valid_program(j["parent_program"].get<std::string>(), "reward_context.parent_program")};
+}
+
+leir::Program apply_action(const leir::Program& parent, const std::string& name, int site,
+                           const std::optional<json>& params) {
+  const auto* s = strategies::find_strategy(name);
+  if (!s) throw std::invalid_argument(fmt::format("unknown strategy '{}'", name));
+  auto sites = s->sites(parent);
+  if (site < 0 || size_t(site) >= sites.size())
+    throw std::invalid_argument(
+        fmt::format("{} has {} site(s) in this program; site {} does not exist", name, sites.size(), site));
+  auto space = s->param_space(parent, sites[size_t(site)]);
+  if (space.empty()) space.push_back({});
+  const strategies::Params* chosen = &space.front();
+  if (params && !params->empty()) {
+    chosen = nullptr;
+    std::string want = params->dump();  // nlohmann objects keep keys sorted, as params_to_json
+    for (const auto& p : space)
+      if (json::parse(strategies::params_to_json(p)).dump() == want) chosen = &p;
+    if (!chosen)
+      throw std::invalid_argument(fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
+                                              space.size(), name, site));
+  }
+  auto c = s->apply(parent, sites[size_t(site)], *chosen);
+  if (!c) throw std::invalid_argument(fmt::format("{} does not apply at site {} with these params", name, site));
+  return std::move(c->program);
+}
+
+Candidate candidate_program(const leir::Program& parent, const Step& step) {
+  Candidate c;
+  c.strategy = step.strategy;
+  try {
+    if (step.form == Step::Form::Action) {
+      c.program = apply_action(parent, step.strategy, *step.site, step.params);
+      return c;
+    }
+    if (has_signature(step.ir)) {
+      c.program = valid_program(step.ir, "transformed_IR");
+      return c;
+    }
+    // Body only: the parent's signature goes first; positions are reported in the answer's lines.
+    std::string sig = signature_text(parent);
+    int sig_lines = int(std::count(sig.begin(), sig.end(), '\n'));
+    try {
+      c.program = valid_program(sig + step.ir, "transformed_IR");
+    } catch (const leir::LeirError& e) {
+      leir::SourceLoc loc = e.loc();
+      if (loc.line > uint32_t(sig_lines)) loc.line -= uint32_t(sig_lines);
+      throw leir::LeirError("transformed_IR", loc, e.message());
+    }
+  } catch (const leir::LeirError& e) {
+    c.program.reset();
+    c.error = e.what();
+  } catch (const std::exception& e) {
+    c.program.reset();
+    c.error = e.what();
+  }
+  return c;
+}
+
+json score(const Context& ctx, std::string_view answer_text, const ScoreOptions& o) {
+  ParsedAnswer pa = parse_answer(answer_text);
+  json res = {{"parsed", pa.ok}, {"list", pa.list}, {"answers", json::array()}};
+  if (!pa.ok) {
+    res["reason"] = pa.reason;
+    res["failed_stage"] = "parsed";
+    res["reward"] = RewardParts::kParseFail;
+    res["parts"] = {{"format", RewardParts::kParseFail}};
+    return res;
+  }
+  std::vector<uint64_t> hashes;
+  double total = 0;
+  for (size_t i = 0; i < pa.steps.size(); ++i) {
+    uint64_t h = 0;
+    ScoreOptions oi = o;
+    if (o.on_progress)
+      oi.on_progress = [&, i](const json& partial) {
+        o.on_progress({{"answer", i}, {"of", pa.steps.size()}, {"done", res["answers"]}, {"partial", partial}});
+      };
+    json a = score_step(ctx, pa.steps[i], oi, hashes, &h);
+    hashes.push_back(h);
+    total += a["reward"].get<double>();
+    res["answers"].push_back(std::move(a));
+  }
+  res["reward"] = std::round(total / double(pa.steps.size()) * 1e6) / 1e6;
+  return res;
+}
+
+json failed_outcome(json partial, std::string_view stage, const std::string& reason) {
+  partial.erase("entering");
+  if (stage == "equivalent") partial["parts"]["equivalence"] = RewardParts::kNotEquivalent;
+  if (stage == "valid") partial["parts"]["validity"] = RewardParts::kInvalid;
+  return fail(std::move(partial), stage == "equivalent" ? Stage::Equivalent
+                                  : stage == "valid"    ? Stage::Valid
+                                                        : Stage::Compiles,
+              reason);
+}
+
+}  // namespace steptp::reward

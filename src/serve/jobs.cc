@@ -1,0 +1,303 @@
+// The endpoints' request semantics (see jobs.h).
+#include "serve/jobs.h"
+
+#include <signal.h>
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/codegen.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/tir/tvmscript.h"
+#include "leir/diagnostic.h"
+#include "leir/printer.h"
+#include "leir/program_io.h"
+#include "leir/validate.h"
+#include "reward/reward.h"
+#include "reward/timing.h"
+#include "search/search.h"
+#include "strategies/sampler.h"
+#include "strategies/strategy.h"
+#include "verify/verifier.h"
+
+namespace steptp::serve {
+namespace {
+
+using nlohmann::json;
+
+// A request that does not follow the API (400).
+struct BadRequest : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+void allow_only(const json& req, std::initializer_list<const char*> keys) {
+  std::set<std::string> ok(keys.begin(), keys.end());
+  for (const auto& [k, v] : req.items())
+    if (!ok.count(k)) throw BadRequest(fmt::format("unknown field '{}'", k));
+}
+
+const json& required(const json& req, const char* key) {
+  if (!req.contains(key)) throw BadRequest(fmt::format("missing field '{}'", key));
+  return req[key];
+}
+
+int64_t int_field(const json& req, const char* key, int64_t def, int64_t lo, int64_t hi) {
+  if (!req.contains(key)) return def;
+  const json& v = req[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    throw BadRequest(fmt::format("field '{}' must be an integer in [{}, {}]", key, lo, hi));
+  return v.get<int64_t>();
+}
+
+double number_field(const json& req, const char* key, double def, double lo, double hi) {
+  if (!req.contains(key)) return def;
+  const json& v = req[key];
+  if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi)
+    throw BadRequest(fmt::format("field '{}' must be a number in [{}, {}]", key, lo, hi));
+  return v.get<double>();
+}
+
+bool bool_field(const json& req, const char* key, bool def) {
+  if (!req.contains(key)) return def;
+  if (!req[key].is_boolean()) throw BadRequest(fmt::format("field '{}' must be true or false", key));
+  return req[key].get<bool>();
+}
+
+std::string string_field(const json& req, const char* key) {
+  const json& v = required(req, key);
+  if (!v.is_string()) throw BadRequest(fmt::format("field '{}' must be a string", key));
+  return v.get<std::string>();
+}
+
+// A program given as LEIR text or as the JSON form (LEIR.md §1); parse and validation errors
+// throw LeirError with the field as file name and line:col inside it.
+leir::Program program_field(const json& req, const char* key, bool validate = true) {
+  const json& v = required(req, key);
+  leir::Program p;
+  if (v.is_string()) p = leir::program_from_text(v.get<std::string>(), key);
+  else if (v.is_object()) p = leir::program_from_json(v, key);
+  else throw BadRequest(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
+  return validate ? reward::require_valid(std::move(p), key) : p;
+}
+
+// ---- endpoints ----
+
+JobReply check(const json& req) {
+  allow_only(req, {"program"});
+  leir::Program p = program_field(req, "program", false);
+  auto rep = leir::validate_all(p);
+  json errors = json::array();
+  for (const auto& e : rep.errors) errors.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
+  json body = {{"valid", rep.ok()}, {"name", p.name}, {"errors", errors}};
+  if (rep.ok()) {
+    body["nests"] = rep.summary.nests;
+    body["statements"] = rep.summary.statements;
+    body["flops"] = rep.summary.flops;
+    body["hash"] = search::hex64(search::program_hash(p));
+    body["canonical"] = leir::program_to_text(p);
+  }
+  return {200, body};
+}
+
+JobReply verify_ep(const json& req, uint64_t fresh_seed) {
+  allow_only(req, {"a", "b", "trials", "seed"});
+  leir::Program a = program_field(req, "a"), b = program_field(req, "b");
+  verify::VerifyOptions vo;
+  vo.trials = int(int_field(req, "trials", 3, 1, 64));
+  vo.seed = req.contains("seed") ? uint64_t(int_field(req, "seed", 0, 0, INT64_MAX)) : fresh_seed;
+  auto r = verify::verify(a, b, vo);
+  json body = json::parse(verify::to_json(r));
+  body["seed"] = vo.seed;
+  if (!r.error.empty()) body["error"] = r.error;
+  return {200, body};
+}
+
+JobReply apply_ep(const json& req) {
+  allow_only(req, {"program", "strategy", "site", "params", "samples", "seed"});
+  leir::Program p = program_field(req, "program");
+  std::string name = string_field(req, "strategy");
+  const auto* s = strategies::find_strategy(name);
+  if (!s) throw BadRequest(fmt::format("unknown strategy '{}'", name));
+  if (req.contains("params") && !req["params"].is_object()) throw BadRequest("field 'params' must be an object");
+  json results = json::array();
+  auto add = [&](const std::string& strat, int site, const json& params, const leir::Program& prog) {
+    results.push_back({{"strategy", strat}, {"site", site}, {"params", params},
+                       {"program", leir::program_to_text(prog)}, {"hash", search::hex64(search::program_hash(prog))}});
+  };
+  if (req.contains("params")) {
+    int site = int(int_field(req, "site", 0, 0, 1000000));
+    try {
+      add(name, site, req["params"], reward::apply_action(p, name, site, req["params"]));
+    } catch (const std::invalid_argument& e) {
+      return {422, {{"error", e.what()}, {"field", "params"}}};
+    }
+    return {200, {{"results", results}}};
+  }
+  strategies::SampleOptions so;
+  so.seed = uint64_t(int_field(req, "seed", 0, 0, INT64_MAX));
+  so.per_site = int(int_field(req, "samples", 1, 1, 16));
+  if (req.contains("site")) so.only_site = int(int_field(req, "site", 0, 0, 1000000));
+  auto cands = strategies::sample_candidates(*s, p, so);
+  for (size_t i = 0; i < cands.size() && i < 64; ++i)
+    add(cands[i].strategy, cands[i].site, json::parse(strategies::params_to_json(cands[i].params)), cands[i].program);
+  return {200, {{"results", results}, {"sites", s->sites(p).size()}}};
+}
+
+JobReply lower_ep(const json& req) {
+  allow_only(req, {"program", "target"});
+  leir::Program p = program_field(req, "program");
+  std::string target = req.contains("target") ? string_field(req, "target") : "cpu";
+  std::string src;
+  try {
+    if (target == "cpu") src = std::string(backend::cpu::cpu_prelude()) + backend::cpu::generate_cpu_kernel(p).code;
+    else if (target == "cuda") src = std::string(backend::cuda::cuda_prelude()) + backend::cuda::generate_cuda(p).code;
+    else if (target == "tir") src = backend::tir::emit_tvmscript(p);
+    else throw BadRequest("field 'target' must be one of cpu, cuda, tir");
+  } catch (const leir::LeirError& e) {
+    return {422, {{"error", e.message()}, {"field", "program"}, {"target", target}}};
+  }
+  return {200, {{"target", target}, {"source", src}}};
+}
+
+// Runs `f` holding the machine-wide measurement lock, telling the supervisor while it waits (the
+// wait does not count against the job's time limit).
+template <class F>
+auto with_machine(const Notify& notify, F&& f) {
+  notify(Notice::WaitingForMachine, json::object());
+  reward::MachineLock lock;
+  notify(Notice::HoldingMachine, json::object());
+  return f();
+}
+
+reward::MeasureSettings measure_settings(const JobConfig& c, uint64_t input_seed, int threads, double min_time) {
+  reward::MeasureSettings s;
+  s.options.threads = threads;
+  s.options.min_time_s = min_time;
+  s.input_seed = input_seed;
+  s.pair_timeout_s = c.pair_timeout_s;
+  return s;
+}
+
+JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, const Notify& notify) {
+  allow_only(req, {"program", "against", "threads", "min_time"});
+  leir::Program p = program_field(req, "program");
+  leir::Program base = req.contains("against") ? program_field(req, "against") : p;
+  if (req.contains("against")) {
+    std::string diff = verify::signature_difference(base, p);
+    if (!diff.empty()) return {422, {{"error", "signatures differ: " + diff}, {"field", "against"}}};
+  }
+  int threads = int(int_field(req, "threads", c.measure_threads, 1, std::max(1u, std::thread::hardware_concurrency())));
+  double min_time = number_field(req, "min_time", c.measure_min_time, 0.001, 2.0);
+  auto m = with_machine(notify, [&] {
+    return reward::measure_pair(base, p, measure_settings(c, input_seed, threads, min_time));
+  });
+  if (!m.ok) return {422, {{"error", m.error}, {"compiled", m.compiled}}};
+  json body = {{"program", reward::to_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
+  if (req.contains("against")) {
+    body["against"] = reward::to_json(m.cmp.a);
+    body["speedup"] = m.cmp.speedup;
+  }
+  return {200, body};
+}
+
+// Test-only faults (serve --fault-injection): the "kernel run" of a score crashes, hangs or
+// allocates without limit.
+[[noreturn]] void inject(const std::string& fault) {
+  if (fault == "crash") raise(SIGSEGV);
+  if (fault == "hang")
+    for (volatile uint64_t i = 0;; i = i + 1) {
+    }
+  std::vector<std::unique_ptr<char[]>> hog;
+  while (true) {
+    hog.emplace_back(new char[64 << 20]);
+    std::memset(hog.back().get(), 1, 64 << 20);
+  }
+}
+
+JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, uint64_t input_seed,
+                   const Notify& notify) {
+  allow_only(req, {"answer", "reward_context", "measure", "verify_trials", "fault"});
+  std::string answer = string_field(req, "answer");
+  std::string fault;
+  if (req.contains("fault")) {
+    if (!c.fault_injection) throw BadRequest("unknown field 'fault' (fault injection is off)");
+    fault = string_field(req, "fault");
+    if (fault != "crash" && fault != "hang" && fault != "oom") throw BadRequest("field 'fault' must be crash, hang or oom");
+  }
+  reward::Context ctx;
+  try {
+    ctx = reward::parse_context(required(req, "reward_context"));
+  } catch (const std::invalid_argument& e) {
+    throw BadRequest(e.what());
+  }
+  reward::ScoreOptions o;
+  o.verify_trials = int(int_field(req, "verify_trials", 3, 1, 16));
+  o.verify_seed = verify_seed;
+  o.measure = bool_field(req, "measure", true);
+  o.on_progress = [&](const json& p) { notify(Notice::Progress, p); };
+  o.measurer = [&](const reward::Context& cx, const leir::Program& cand) {
+    return with_machine(notify, [&] {
+      if (!fault.empty()) inject(fault);
+      auto m = reward::measure_step(cx.root, cx.parent, cand,
+                                    measure_settings(c, input_seed, c.measure_threads, c.measure_min_time));
+      if (!c.peaks_path.empty()) m.peaks = reward::cached_peaks(c.peaks_path, c.measure_threads);
+      return m;
+    });
+  };
+  json body = reward::score(ctx, answer, o);
+  body["verify_seed"] = verify_seed;
+  body["input_seed"] = input_seed;
+  return {200, body};
+}
+
+}  // namespace
+
+JobReply run_job(const json& job, const JobConfig& config, const Notify& notify) {
+  const std::string ep = job.value("endpoint", "");
+  const json& req = job["request"];
+  uint64_t vseed = job.value("verify_seed", uint64_t{0}), iseed = job.value("input_seed", uint64_t{0});
+  try {
+    if (!req.is_object()) throw BadRequest("the request body must be a JSON object");
+    if (ep == "check") return check(req);
+    if (ep == "verify") return verify_ep(req, vseed);
+    if (ep == "apply") return apply_ep(req);
+    if (ep == "lower") return lower_ep(req);
+    if (ep == "measure") return measure_ep(req, config, iseed, notify);
+    if (ep == "score") return score_one(req, config, vseed, iseed, notify);
+    return {404, {{"error", "unknown endpoint " + ep}}};
+  } catch (const BadRequest& e) {
+    return {400, {{"error", e.what()}}};
+  } catch (const leir::LeirError& e) {
+    return {422, {{"error", e.what()}, {"field", e.file()}, {"line", e.loc().line}, {"col", e.loc().col},
+                  {"message", e.message()}}};
+  } catch (const std::bad_alloc&) {
+    throw;  // the sandbox reports it with the job's last progress (worker.cc)
+  } catch (const std::exception& e) {
+    return {422, {{"error", e.what()}}};
+  }
+}
+
+JobReply died_reply(const json& job, const std::optional<json>& last, const std::string& reason) {
+  if (job.value("endpoint", "") != "score" || !last)
+    return {422, {{"error", "processing failed: " + reason}, {"failure", reason}}};
+  // A scored failure: the answers finished before, the one that died, the rest unscored (0).
+  const json& p = *last;
+  json partial = p["partial"];
+  std::string stage = partial.value("entering", "compiles");
+  json answers = p["done"];
+  answers.push_back(reward::failed_outcome(partial, stage, reason));
+  double total = 0;
+  for (const auto& a : answers) total += a["reward"].get<double>();
+  size_t n = p.value("of", size_t{1});
+  json body = {{"parsed", true}, {"list", n > 1}, {"answers", answers},
+               {"reward", total / double(n)}, {"unscored", n - answers.size()},
+               {"verify_seed", job.value("verify_seed", uint64_t{0})},
+               {"input_seed", job.value("input_seed", uint64_t{0})}};
+  return {200, body};
+}
+
+}  // namespace steptp::serve

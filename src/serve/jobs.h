@@ -1,0 +1,43 @@
+// What each /v1 endpoint does with its request, run inside a sandboxed child of a worker
+// process (worker.h). A job is {"endpoint", "request", "verify_seed", "input_seed"}; the server
+// draws both seeds fresh per request, so answers cannot be fitted to known inputs.
+//
+// Replies carry an HTTP status: 200, 400 (a request field missing or of the wrong type/range,
+// named), 422 (a program that does not parse or validate: "error", "field", "line", "col"; or a
+// program whose processing crashed, timed out or ran out of memory). Scoring never answers 422
+// for the answer itself: a bad answer is a scored failure.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace steptp::serve {
+
+struct JobConfig {
+  bool fault_injection = false;  // honour a score request's "fault" (tests only; off by default)
+  std::string peaks_path;        // machine peaks cache (reward/timing.h); empty: no implausibility check
+  int measure_threads = 1;       // OpenMP threads of timed kernels (recorded in every measurement)
+  double measure_min_time = 0.01;
+  double pair_timeout_s = 20;    // a timed comparison taking longer fails
+};
+
+struct JobReply {
+  int status = 200;
+  nlohmann::json body;
+};
+
+// Messages a running job sends to its supervisor besides the reply.
+enum class Notice : char { Progress = 'P', WaitingForMachine = 'W', HoldingMachine = 'G' };
+using Notify = std::function<void(Notice, const nlohmann::json&)>;
+
+JobReply run_job(const nlohmann::json& job, const JobConfig& config, const Notify& notify);
+
+// The reply of a job whose child died (`reason`: "crashed (Segmentation fault)", "timed out after
+// 30 s", ...) given its last progress report: a scored failure for /v1/score, 422 otherwise.
+JobReply died_reply(const nlohmann::json& job, const std::optional<nlohmann::json>& last_progress,
+                    const std::string& reason);
+
+}  // namespace steptp::serve

@@ -1,0 +1,158 @@
+// Worker processes of the server (see pool.h).
+#include "serve/pool.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "serve/frames.h"
+
+extern char** environ;
+
+namespace steptp::serve {
+
+using nlohmann::json;
+
+WorkerPool::WorkerPool(std::vector<std::string> argv, int workers, int queue_capacity)
+    : argv_(std::move(argv)), capacity_(queue_capacity), slots_(size_t(std::max(1, workers))) {
+  for (auto& s : slots_) spawn(s);
+}
+
+WorkerPool::~WorkerPool() { shutdown(); }
+
+void WorkerPool::spawn(Slot& s) {
+  int in[2], out[2];  // in: server -> worker stdin; out: worker stdout -> server
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("cannot create worker pipes");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  std::vector<char*> args;
+  for (auto& a : argv_) args.push_back(a.data());
+  args.push_back(nullptr);
+  // The server blocks SIGTERM/SIGINT for its signal thread; the worker starts with none blocked.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv_[0].c_str(), &fa, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  close(in[0]);
+  close(out[1]);
+  if (rc != 0) {
+    close(in[1]);
+    close(out[0]);
+    throw std::runtime_error("cannot start a worker process: " + argv_[0]);
+  }
+  s.pid = pid;
+  s.to = in[1];
+  s.from = out[0];
+  auto hello = read_frame(s.from, now_ms() + 60000);
+  if (!hello || hello->type != 'H') {
+    stop(s);
+    throw std::runtime_error("a worker process did not start");
+  }
+  json h = json::parse(hello->payload, nullptr, false);
+  if (!h.is_object() || !h.value("network_isolated", false)) isolated_ = false;
+}
+
+void WorkerPool::stop(Slot& s) {
+  if (s.to >= 0) close(s.to);
+  if (s.from >= 0) close(s.from);
+  s.to = s.from = -1;
+  if (s.pid > 0) {
+    int st = 0;
+    // Closing its input ends the worker; a stuck one is killed.
+    for (int i = 0; i < 200 && waitpid(s.pid, &st, WNOHANG) == 0; ++i) usleep(10000);
+    if (waitpid(s.pid, &st, WNOHANG) == 0) {
+      kill(s.pid, SIGKILL);
+      waitpid(s.pid, &st, 0);
+    }
+  }
+  s.pid = -1;
+}
+
+bool WorkerPool::admit(int n) {
+  std::lock_guard lk(mu_);
+  if (stopped_ || queued_ + n > capacity_) return false;
+  queued_ += n;
+  return true;
+}
+
+json WorkerPool::run(const json& job) {
+  Slot* slot = nullptr;
+  {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] {
+      for (auto& s : slots_)
+        if (!s.busy) return true;
+      return false;
+    });
+    for (auto& s : slots_)
+      if (!s.busy) {
+        slot = &s;
+        break;
+      }
+    slot->busy = true;
+    --queued_;
+    ++running_;
+  }
+  json reply;
+  bool ok = write_frame(slot->to, 'J', job.dump());
+  std::optional<Frame> f;
+  if (ok) f = read_frame(slot->from);
+  if (f && f->type == 'R') reply = json::parse(f->payload, nullptr, false);
+  if (reply.is_discarded() || reply.is_null()) {
+    // The worker itself died: the job fails, the worker is replaced.
+    reply = {{"status", 503}, {"body", {{"error", "worker process failed; retry"}}}};
+    std::lock_guard lk(mu_);
+    stop(*slot);
+    ++restarts_;
+    try {
+      spawn(*slot);
+    } catch (const std::exception&) {
+    }
+  }
+  {
+    std::lock_guard lk(mu_);
+    slot->busy = false;
+    --running_;
+  }
+  cv_.notify_all();  // a waiting job or shutdown()
+  return reply;
+}
+
+int WorkerPool::queued() const {
+  std::lock_guard lk(mu_);
+  return queued_;
+}
+int WorkerPool::running() const {
+  std::lock_guard lk(mu_);
+  return running_;
+}
+int WorkerPool::restarts() const {
+  std::lock_guard lk(mu_);
+  return restarts_;
+}
+bool WorkerPool::network_isolated() const {
+  std::lock_guard lk(mu_);
+  return isolated_;
+}
+
+void WorkerPool::shutdown() {
+  std::unique_lock lk(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  cv_.wait(lk, [&] { return running_ == 0 && queued_ == 0; });
+  for (auto& s : slots_) stop(s);
+}
+
+}  // namespace steptp::serve
