@@ -24,17 +24,20 @@ import torch_eager  # noqa: E402  (sets OPENBLAS_CORETYPE before torch loads)
 
 FAMILIES = ("activation", "softmax", "norm", "loss")
 # Fixed hyper-parameters: [64, 16384] for rows-by-features workloads (activations, softmax, l1/l2
-# norm) as in issue 14, [512, 4096] for elementwise row losses; the image norms are smaller because their
-# naive form opens an OpenMP region per innermost row (seconds per call at 4 M elements). Every
-# naive kernel still runs >= 1 ms. Parameters not listed keep the `default` size class (fixed
-# values; all printed in the table). ppo_clip_loss is capped at 4096 rows by its range.
+# norm) as in issue 14 (the memory-bound ones, relu & co, take < 1 ms there), [512, 4096] for
+# elementwise row losses; batch/frobenius/group norms are smaller because their naive form
+# opens an OpenMP region per innermost row (seconds per call at 4 M elements). Parameters not
+# listed keep the `default` size class (fixed values; all printed in the table). ppo_clip_loss is
+# capped at 4096 rows by its range.
 ROWS_BY_FEATURES = {"batch": 64, "dim": 16384}
 IMAGE_NORM = {"batch": 4, "features": 16, "h": 32, "w": 32}
 LOSS_ROWS = {"batch": 512, "dim": 4096}
 SHAPES = {
-    "batch_norm": IMAGE_NORM, "instance_norm": IMAGE_NORM, "frobenius_norm": IMAGE_NORM, "rms_norm": IMAGE_NORM,
+    "batch_norm": IMAGE_NORM, "frobenius_norm": IMAGE_NORM,
+    "rms_norm": {"batch": 16, "features": 64, "h": 64, "w": 64},
+    "instance_norm": {"batch": 16, "features": 64, "h": 64, "w": 64},
     "group_norm": {"batch": 16, "groups": 8, "channels_per_group": 8, "h": 32, "w": 32},
-    "layer_norm": {"batch": 16, "features": 16, "dim": 64},
+    "layer_norm": {"batch": 64, "features": 64, "dim": 256},
     "batch_norm_1d_train": {"batch": 1024, "features": 1024},
     "cross_entropy_loss": {"batch": 4096, "classes": 1000}, "nll_loss": {"batch": 4096, "classes": 1000},
     "augmix_jsd_loss": {"batch": 512, "classes": 1000},
