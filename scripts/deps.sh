@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
+  # libc6-dev (with build-essential anyway): libm.so links glibc's libmvec, the vector math of CPU kernels
+  build-essential libc6-dev cmake ninja-build ccache pkg-config git
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev python3-requests

@@ -1,8 +1,11 @@
-// steptp bench FILE [--against OTHER] [--threads T] [--min-time SEC] [--flush] [--seed S] [--json]:
-// compiles the program(s) for the CPU (native dtypes), runs them on seeded inputs and prints
-// timing statistics; with --against, both run interleaved in one session and the speedup of
-// OTHER over FILE is reported. --json: {"median_ms","min_ms","max_ms","cv","repeats","speedup"?}
-// (the stats are those of FILE, or of OTHER when --against is given).
+// steptp bench FILE [--against OTHER | --vs-scalar-math] [--threads T] [--min-time SEC] [--flush]
+// [--seed S] [--json]: compiles the program(s) for the CPU (native dtypes), runs them on seeded
+// inputs and prints timing statistics; with --against, both run interleaved in one session and
+// the speedup of OTHER over FILE is reported; --vs-scalar-math does the same for FILE lowered
+// with scalar math calls (CompilerOptions::vector_math off: the lowering before vector math)
+// against FILE as usual. --json: {"median_ms","min_ms","max_ms","cv","repeats","speedup"?,
+// "baseline"?}: the stats of FILE, or when comparing those of the second program, with FILE's
+// (or FILE-with-scalar-math's) under "baseline".
 #include <fmt/format.h>
 
 #include <iostream>
@@ -33,11 +36,14 @@ RegisterCommand reg{{"bench", "time a program compiled for the CPU (optionally a
     int threads = 0;
     double min_time = 0.5;
     uint64_t seed = 0;
-    bool json = false, flush = false;
+    bool json = false, flush = false, vs_scalar_math = false;
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("FILE", o->file, "program (.json or .leir)")->required();
   sub.add_option("--against", o->against, "second program with the same signature: report its speedup over FILE");
+  sub.add_flag("--vs-scalar-math", o->vs_scalar_math,
+               "time FILE with scalar math calls against FILE with vector math, interleaved")
+      ->excludes("--against");
   sub.add_option("--threads", o->threads, "OpenMP threads (default: all)");
   sub.add_option("--min-time", o->min_time, "minimum measuring time in seconds (default 0.5)");
   sub.add_option("--seed", o->seed, "seed of the generated inputs");
@@ -50,13 +56,22 @@ RegisterCommand reg{{"bench", "time a program compiled for the CPU (optionally a
     m.flush_cache = o->flush;
     std::vector<leir::Program> programs{only_program(o->file)};
     if (!o->against.empty()) programs.push_back(only_program(o->against));
-    auto built = backend::cpu::build_cpu_programs(programs);
+    std::vector<backend::cpu::CpuBuildResult> built;
+    if (o->vs_scalar_math) {
+      backend::cpu::KernelCompiler scalar({.vector_math = false});
+      built = backend::cpu::build_cpu_programs(programs, {}, &scalar);
+      built.push_back(backend::cpu::build_cpu_programs(programs).front());
+      programs.push_back(programs[0]);
+      programs[0].name += " (scalar math)";
+    } else {
+      built = backend::cpu::build_cpu_programs(programs);
+    }
     for (size_t i = 0; i < built.size(); ++i)
       if (!built[i].program) throw std::runtime_error(fmt::format("{}: {}", programs[i].name, built[i].error));
     auto inputs = interp::generate_inputs(programs[0], o->seed);
     auto ba = built[0].program->bind(inputs);
     const auto& pa = *built[0].program;
-    if (o->against.empty()) {
+    if (built.size() == 1) {
       auto s = backend::measure([&] { pa.run(*ba); }, m);
       if (o->json) std::cout << stats_json(s).dump() << "\n";
       else std::cout << fmt::format("{}: median {:.4f} ms (min {:.4f}, max {:.4f}, cv {:.3f}, {} repeats)\n",
@@ -69,6 +84,7 @@ RegisterCommand reg{{"bench", "time a program compiled for the CPU (optionally a
     if (o->json) {
       auto j = stats_json(c.b);
       j["speedup"] = c.speedup;
+      j["baseline"] = stats_json(c.a);
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format("{}: median {:.4f} ms (cv {:.3f})\n{}: median {:.4f} ms (cv {:.3f})\nspeedup {:.3f}x ({} interleaved repeats)\n",

@@ -77,7 +77,7 @@ Workload gru_cell() {
   };
   w.torch_reference = R"(
 def reference(t, hp):
-    cell = torch.nn.GRUCell(hp["input_size"], hp["hidden"], dtype=torch.float64)
+    cell = torch.nn.GRUCell(hp["input_size"], hp["hidden"], dtype=t["A"].dtype)
     with torch.no_grad():
         cell.weight_ih.copy_(t["E"])
         cell.weight_hh.copy_(t["F"])
@@ -119,7 +119,7 @@ Workload batch_norm_1d_train() {
   };
   w.torch_reference = R"(
 def reference(t, hp):
-    bn = torch.nn.BatchNorm1d(hp["features"], eps=1e-5, momentum=0.1, dtype=torch.float64)
+    bn = torch.nn.BatchNorm1d(hp["features"], eps=1e-5, momentum=0.1, dtype=t["A"].dtype)
     bn.train()
     with torch.no_grad():
         bn.weight.copy_(t["F"])

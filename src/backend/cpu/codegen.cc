@@ -53,6 +53,35 @@ std::string_view cpu_prelude() {
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#if defined(STEPTP_VECTOR_MATH) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+// glibc's libmvec has SIMD variants of these (_ZGVdN8v_expf, _ZGVdN4vv_pow, ...; b/c/d/e = SSE4,
+// AVX, AVX2, AVX-512), but <math.h> declares them only under -ffast-math, which would also drop
+// the NaN/inf semantics kernels rely on. Declared here, GCC calls them in every loop it vectorizes
+// (with -fno-math-errno, see CompilerOptions::vector_math); other loops keep the scalar calls.
+// Special inputs (NaN, inf, denormals, overflow) take libmvec's scalar path, so they give what
+// the scalar functions give. Accuracy: docs/vector-math.md.
+extern "C" {
+#define STEPTP_SIMD __attribute__((__simd__("notinbranch")))
+STEPTP_SIMD double exp(double) noexcept;
+STEPTP_SIMD float expf(float) noexcept;
+STEPTP_SIMD double log(double) noexcept;
+STEPTP_SIMD float logf(float) noexcept;
+STEPTP_SIMD double log1p(double) noexcept;
+STEPTP_SIMD float log1pf(float) noexcept;
+STEPTP_SIMD double erf(double) noexcept;
+STEPTP_SIMD float erff(float) noexcept;
+STEPTP_SIMD double tanh(double) noexcept;
+STEPTP_SIMD float tanhf(float) noexcept;
+STEPTP_SIMD double sin(double) noexcept;
+STEPTP_SIMD float sinf(float) noexcept;
+STEPTP_SIMD double cos(double) noexcept;
+STEPTP_SIMD float cosf(float) noexcept;
+STEPTP_SIMD double pow(double, double) noexcept;
+STEPTP_SIMD float powf(float, float) noexcept;
+#undef STEPTP_SIMD
+}
+#endif
 namespace {
 inline int64_t steptp_fdiv_i(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -206,6 +235,7 @@ class Emitter : public CExprEmitter {
   std::optional<std::string> access_value(const ExprPtr& e) const override {
     if (self_ && plan_.tracked.count(e->tensor) && leir::equal(e, self_->lhs))
       return fmt::format("(m_{0}[i_] ? static_cast<{1}>(t_{0}[i_]) : {2})", e->tensor, ct_, lit(self_identity_));
+    if (hoisted_.count(e->tensor)) return fmt::format("static_cast<{}>(a_{})", ct_, e->tensor);
     return std::nullopt;
   }
   // Masks: test the stored integer.
@@ -241,7 +271,33 @@ class Emitter : public CExprEmitter {
       self_ = nullptr;
       return;
     }
-    line(fmt::format("t_{}[{}] = {};", x, flat(s.lhs), store(declared, value(s.rhs))));
+    if (hoisted_.count(x)) line(fmt::format("a_{} = {};", x, store(declared, value(s.rhs))));
+    else line(fmt::format("t_{}[{}] = {};", x, flat(s.lhs), store(declared, value(s.rhs))));
+  }
+
+  // Accumulations of the innermost loop `l` into one element that stays fixed over it (`S=S+e`,
+  // `M=max(M,e)` over the reduced axis), when nothing else in the body touches that tensor: they
+  // accumulate in a local variable, loaded before the loop and stored after it. Same operations
+  // in the same order, so the same bits; but GCC vectorizes a loop that sums into a local (an
+  // in-order reduction, with the vector math of the prelude for `e`) and never one that stores
+  // to memory on every iteration.
+  std::vector<const leir::Stmt*> hoistable(const leir::Loop& l, const std::vector<const leir::Stmt*>& stmts) const {
+    std::vector<const leir::Stmt*> out;
+    for (const auto* s : stmts) {
+      const std::string& x = s->lhs->tensor;
+      if (!plan_.accum.count(s) || plan_.tracked.count(x) || !leir::is_floating(storage(x))) continue;
+      bool fixed = true;
+      for (const auto& ix : s->lhs->args) fixed &= !mentions_var(ix, l.var) && !reads_tensor(ix);
+      bool alone = true;
+      for (const auto* o : stmts) {
+        leir::for_each_expr(o->rhs, [&](const Expr& e) {
+          if (e.is_access() && e.tensor == x && !(o == s && leir::equal(e, *s->lhs))) alone = false;
+        });
+        if (o != s) leir::for_each_expr(o->lhs, [&](const Expr& e) { alone &= !(e.is_access() && e.tensor == x); });
+      }
+      if (fixed && alone) out.push_back(s);
+    }
+    return out;
   }
 
   // Identity over exactly the region `site` writes: the loops its target subscripts use.
@@ -346,6 +402,15 @@ class Emitter : public CExprEmitter {
           continue;
         }
       }
+      if (j + 1 == n.loops.size() && !body_has_nest) {
+        auto hoist = hoistable(l, stmts);
+        if (!hoist.empty()) line("{"), ++indent_;
+        for (const auto* s : hoist) {
+          const std::string& x = s->lhs->tensor;
+          line(fmt::format("{} a_{} = t_{}[{}];", cpu_ctype(storage(x)), x, x, flat(s->lhs)));
+          hoisted_.emplace(x, s);
+        }
+      }
       if (o_.openmp && l.kind == LoopKind::Vectorized && j + 1 == n.loops.size() && !body_has_nest &&
           std::all_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) {
             bool m = false;
@@ -364,6 +429,12 @@ class Emitter : public CExprEmitter {
     for (int i = 0; i < opened; ++i) {
       --indent_;
       line("}");
+      if (i == 0 && !hoisted_.empty()) {
+        for (const auto& [x, st] : hoisted_) line(fmt::format("t_{}[{}] = a_{};", x, flat(st->lhs), x));
+        hoisted_.clear();
+        --indent_;
+        line("}");
+      }
     }
     if (entered_parallel) in_parallel_ = false;
   }
@@ -380,6 +451,7 @@ class Emitter : public CExprEmitter {
   std::string out_;
   int indent_ = 0;
   bool in_parallel_ = false;
+  std::map<std::string, const leir::Stmt*> hoisted_;  // tensor -> its accumulation kept in a_<tensor>
   const leir::Stmt* self_ = nullptr;
   double self_identity_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -126,8 +127,11 @@ KernelCompiler::KernelCompiler(CompilerOptions o) : o_(std::move(o)) {
   dir_ = o_.cache_dir.empty() ? default_cache_dir() : o_.cache_dir;
   std::error_code ec;
   fs::create_directories(dir_, ec);
+  flags_ = o_.flags;
+  if (o_.vector_math) flags_.insert(flags_.end(), {"-fno-math-errno", "-DSTEPTP_VECTOR_MATH"});
   identity_ = compiler_version(o_.compiler, dir_);
-  for (const auto& f : o_.flags) identity_ += f + "\n";
+  for (const auto& f : flags_) identity_ += f + "\n";
+  identity_ += fmt::format("glibc {}\n", gnu_get_libc_version());
   identity_ += cpu_prelude();
 }
 
@@ -184,7 +188,7 @@ std::string KernelCompiler::prelude_header() {
     std::string log = unique_tmp(dir_, ".log");
     write_file_atomically(tmp_h, unique_tmp(dir_, ".tmp"), cpu_prelude());
     std::vector<std::string> argv{o_.compiler};
-    for (const auto& f : o_.flags)
+    for (const auto& f : flags_)
       if (f != "-shared") argv.push_back(f);
     argv.insert(argv.end(), {"-x", "c++-header", "-o", tmp_gch, tmp_h});
     int rc = run_process(argv, log);
@@ -244,7 +248,7 @@ std::vector<std::string> KernelCompiler::build(const std::vector<Keyed>& chunks)
       out << tu;
     }
     std::vector<std::string> argv{o_.compiler};
-    for (const auto& f : o_.flags) argv.push_back(f);
+    for (const auto& f : flags_) argv.push_back(f);
     if (!header.empty()) argv.insert(argv.end(), {"-include", header});
     argv.insert(argv.end(), {"-o", j.so, j.src});
     {

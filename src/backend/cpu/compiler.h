@@ -1,7 +1,8 @@
 // Compiles generated kernels with the system C++ compiler and loads them (dlopen), through a
 // content-addressed disk cache.
 //
-// Key = hash(compiler identity, flags, prelude, kernel code). A kernel's object lives at
+// Key = hash(compiler identity, flags, glibc version (its libmvec runs the vector math), prelude,
+// kernel code). A kernel's object lives at
 // CACHE/<key>.so; the symbol is steptp_k_<key>. Kernels missing from the cache are compiled in
 // batches: they are split into at most `jobs` chunks, each chunk one translation unit, one
 // compiler process and one shared object, hard-linked under each of its keys (so later runs find
@@ -30,6 +31,11 @@ struct CompilerOptions {
   // of MHA_max: `if_then_else(mask, -inf, x)` stored 0); loops without conditions still vectorize.
   std::vector<std::string> flags = {"-O3", "-march=native", "-fno-tree-loop-if-convert", "-fopenmp", "-shared", "-fPIC",
                                     "-std=c++17"};
+  // Vectorized math functions (glibc libmvec, declared by the prelude under STEPTP_VECTOR_MATH):
+  // adds -DSTEPTP_VECTOR_MATH and -fno-math-errno, which only stops exp/log/sqrt/... from
+  // setting errno (so GCC may treat them as pure and vectorize them); IEEE results, NaN and inf
+  // are unchanged. false: the scalar lowering (every call one libm call), for comparisons.
+  bool vector_math = true;
   // Empty: $STEPTP_CACHE_DIR, else ~/.cache/steptp/kernels.
   std::string cache_dir;
   // Compiler processes run at once for one batch (and chunks a batch is split into);
@@ -87,8 +93,9 @@ class KernelCompiler {
   std::optional<LoadedKernel> load(const std::string& key, std::string* error);
 
   CompilerOptions o_;
+  std::vector<std::string> flags_;  // o_.flags plus those vector_math implies
   std::string dir_;
-  std::string identity_;  // compiler version + flags + prelude: part of every key
+  std::string identity_;  // compiler version + flags + glibc version + prelude: part of every key
   mutable std::mutex mu_;
   CompilerStats stats_;
   std::mutex pch_mu_;
