@@ -108,6 +108,15 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                         {"comparisons_measured", s.pairs_measured}, {"comparisons_reused", s.pairs_reused},
                         {"breakdown_s", {{"search", s.search_s}, {"verify", s.verify_s}, {"cost_model", s.cost_s},
                                          {"compile", s.compile_s}, {"measure", s.measure_s}, {"export", s.export_s}}}};
+    const auto& inconclusive = s.stats["inconclusive_roots"];
+    j["inconclusive_roots"] = inconclusive.size();
+    if (!inconclusive.empty()) {
+      std::string keys;
+      for (const auto& r : inconclusive) keys += (keys.empty() ? "" : ", ") + r["key"].get<std::string>();
+      std::cerr << fmt::format("steptp generate: {} root(s) gave the verifier no evidence (outputs mostly NaN/inf on "
+                               "every input set), so no step of them is verified: {} (stats.json inconclusive_roots)\n",
+                               inconclusive.size(), keys);
+    }
     if (*json_out) std::cout << j.dump() << "\n";
     else
       std::cout << fmt::format("{} records ({} train, {} eval; {} multi-answer) from {} programs, {} of 43 strategies, "

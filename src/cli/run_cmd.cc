@@ -25,6 +25,8 @@ const std::map<std::string, interp::InputProfile> kProfiles = {
     {"scaled-up", interp::InputProfile::ScaledUp},
     {"scaled-down", interp::InputProfile::ScaledDown},
     {"signs", interp::InputProfile::Signs},
+    {"domain", interp::InputProfile::Domain},
+    {"domain-small", interp::InputProfile::DomainSmall},
 };
 
 // The one program to run from a file that may hold several (JSONL).
@@ -51,8 +53,10 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
   sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
   sub.add_option("--inputs", o->inputs, "values JSON with every input and param (default: seeded random inputs)");
   sub.add_option("--seed", o->seed, "seed of the generated inputs (default 0)");
-  sub.add_option("--profile", o->profile, "generated inputs: ordinary, scaled-up, scaled-down or signs")
-      ->check(CLI::IsMember({"ordinary", "scaled-up", "scaled-down", "signs"}));
+  sub.add_option("--profile", o->profile,
+                 "generated inputs: ordinary, scaled-up, scaled-down, signs, domain or domain-small (the last two "
+                 "draw inputs that reach log, sqrt, fractional powers or divisors positive, away from zero)")
+      ->check(CLI::IsMember({"ordinary", "scaled-up", "scaled-down", "signs", "domain", "domain-small"}));
   sub.add_option("--out", o->out, "write the outputs here instead of stdout");
   sub.add_option("--program", o->program, "name of the program to run when FILE holds several");
   sub.add_option("--target", o->target, "where to run: interp (the reference interpreter, default) or cpu (compiled C++/OpenMP)");

@@ -3,8 +3,10 @@
 // The issue-4 sweep: every registered strategy at every site (≤ K parameter samples per site)
 // of every workload at `tiny` size, N random composites and the 10 examples of ../shared; every
 // result is checked against its input (strategies/equivalence.h). Prints, per strategy: inputs
-// where it applied (and how many distinct named inputs), results, verified, failed, results per
-// exactness class, exact-claim violations, refusals with reasons, exceptions. For every strategy
+// where it applied (and how many distinct named inputs), results, verified, failed, inconclusive
+// (the verifier had no evidence: the input's outputs are mostly NaN/inf; not verified, not a
+// strategy failure; the inputs concerned are listed), results per exactness class, exact-claim
+// violations, refusals with reasons, exceptions. For every strategy
 // that applied to fewer than kListBelow distinct inputs, the table also names those inputs (the
 // JSON rows always carry the full list), so a rare strategy says which programs make it apply.
 // Exit 0 when nothing failed and every strategy applied to ≥ 3 distinct inputs; 1 otherwise.
@@ -30,7 +32,8 @@ namespace {
 constexpr size_t kListBelow = 10;
 
 struct Row {
-  int programs = 0, results = 0, verified = 0, failed = 0, refusals = 0, errors = 0, exact_claim_broken = 0;
+  int programs = 0, results = 0, verified = 0, failed = 0, inconclusive = 0, refusals = 0, errors = 0,
+      exact_claim_broken = 0;
   std::map<std::string, int> by_class;
   std::set<std::string> inputs;  // distinct input names where it applied
 };
@@ -92,6 +95,7 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
       std::set<std::string> keep(o->only.begin(), o->only.end());
       std::erase_if(inputs, [&](const Input& in) { return !keep.count(in.name); });
     }
+    std::set<std::string> inconclusive_inputs;
     std::vector<const strategies::Strategy*> ss;
     for (const auto* s : strategies::all_strategies())
       if (o->strategy.empty() || s->name() == o->strategy) ss.push_back(s);
@@ -122,6 +126,9 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
           if (eq.ok) {
             ++r.verified;
             if (c.exactness == strategies::Exactness::Exact && !eq.exact) ++r.exact_claim_broken;
+          } else if (eq.inconclusive) {
+            ++r.inconclusive;
+            inconclusive_inputs.insert(in.name);
           } else {
             ++r.failed;
             if (o->failures)
@@ -133,7 +140,7 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
       }
     }
     bool ok = true;
-    int total_results = 0, total_verified = 0, total_failed = 0, total_errors = 0;
+    int total_results = 0, total_verified = 0, total_failed = 0, total_inconclusive = 0, total_errors = 0;
     std::vector<std::string> rare;  // strategies under 3 distinct inputs
     if (!o->json)
       std::cout << fmt::format("{} inputs ({} workloads at tiny, {} composites, examples: {})\n", inputs.size(),
@@ -150,12 +157,14 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
       total_results += r.results;
       total_verified += r.verified;
       total_failed += r.failed;
+      total_inconclusive += r.inconclusive;
       total_errors += r.errors;
       if (r.inputs.size() < 3) rare.push_back(std::string(name));
       if (o->json) {
         nlohmann::json j = {{"strategy", name},      {"registered", s != nullptr}, {"programs", r.programs},
                             {"distinct_inputs", r.inputs.size()}, {"results", r.results}, {"verified", r.verified},
-                            {"failed", r.failed},    {"exact", r.by_class["exact"]}, {"reassoc", r.by_class["reassoc"]},
+                            {"failed", r.failed},    {"inconclusive", r.inconclusive},
+                            {"exact", r.by_class["exact"]}, {"reassoc", r.by_class["reassoc"]},
                             {"algebraic", r.by_class["algebraic"]}, {"exact_claim_broken", r.exact_claim_broken},
                             {"refusals", r.refusals}, {"errors", r.errors}, {"inputs", r.inputs}};
         std::cout << j.dump() << "\n";
@@ -175,10 +184,15 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
     if (!o->json) {
       std::string under;
       for (const auto& n : rare) under += " " + n;
-      std::cout << fmt::format("total: {} results, {} verified, {} failed, {} errors; strategies under 3 distinct "
-                               "inputs: {}\n",
-                               total_results, total_verified, total_failed, total_errors,
+      std::cout << fmt::format("total: {} results, {} verified, {} failed, {} inconclusive, {} errors; strategies "
+                               "under 3 distinct inputs: {}\n",
+                               total_results, total_verified, total_failed, total_inconclusive, total_errors,
                                rare.empty() ? std::string("none") : under.substr(1));
+      if (!inconclusive_inputs.empty()) {
+        std::string names;
+        for (const auto& n : inconclusive_inputs) names += (names.empty() ? "" : ", ") + n;
+        std::cout << "inconclusive inputs (outputs mostly NaN/inf on every verification input set): " << names << "\n";
+      }
     }
     return ok ? 0 : 1;
   };

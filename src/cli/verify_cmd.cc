@@ -1,6 +1,8 @@
 // steptp verify A B [--trials N] [--seed S] [--json] [--inputs VALUES.json]: are two programs
 // equivalent (LEIR.md §5)? Exit 0 equivalent, 1 not equivalent, 2 invalid input (a file that
-// cannot be read or parsed, or a reference program A that is itself invalid).
+// cannot be read or parsed, or a reference program A that is itself invalid), 3 inconclusive
+// (nothing differed, but no trial gave evidence: the reference's outputs were mostly NaN/inf on
+// every input set; verify/verifier.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -25,7 +27,7 @@ RegisterCommand reg{{"verify", "check that program B is equivalent to program A"
   auto json = std::make_shared<bool>(false);
   sub.add_option("A", *file_a, "reference program (.json, .jsonl (first record) or .leir)")->required();
   sub.add_option("B", *file_b, "candidate program")->required();
-  sub.add_option("--trials", opts->trials, "seeded input sets (profiles cycle ordinary, scaled up, scaled down, signs)")
+  sub.add_option("--trials", opts->trials, "seeded input sets (profiles cycle domain, scaled up, domain small, signs; interp/inputs.h)")
       ->check(CLI::Range(1, 1000000));
   sub.add_option("--seed", opts->seed, "seed of the first trial's inputs");
   sub.add_option("--inputs", *inputs, "run once on these values (LEIR.md §1 values JSON) instead of seeded inputs");
@@ -51,8 +53,10 @@ RegisterCommand reg{{"verify", "check that program B is equivalent to program A"
     if (*json) {
       std::cout << verify::to_json(r) << "\n";
     } else {
-      std::cout << (r.equivalent ? "equivalent" : "not equivalent") << " (" << verify::to_string(r.verdict) << ", "
-                << r.trials << " trial" << (r.trials == 1 ? "" : "s") << ")";
+      const bool inconclusive = r.verdict == verify::Verdict::Inconclusive;
+      std::cout << (r.equivalent ? "equivalent" : inconclusive ? "inconclusive" : "not equivalent") << " ("
+                << verify::to_string(r.verdict) << ", " << r.trials << " trial" << (r.trials == 1 ? "" : "s") << ", "
+                << r.evidential << " evidential, finite share " << fmt::format("{:.3g}", r.finite_share) << ")";
       if (r.worst) {
         const auto& w = *r.worst;
         std::cout << fmt::format("; worst {}[{}]: a={} b={} abs_err={} rel_err={} (trial {}, seed {})", w.tensor,
@@ -62,6 +66,7 @@ RegisterCommand reg{{"verify", "check that program B is equivalent to program A"
       std::cout << "\n";
     }
     if (r.invalid_reference) return 2;
+    if (r.verdict == verify::Verdict::Inconclusive) return 3;
     return r.equivalent ? 0 : 1;
   };
 }}};

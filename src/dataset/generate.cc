@@ -271,7 +271,8 @@ GenerateSummary generate(const GenerateOptions& o) {
         payload = {{"records", json::array()}, {"error", e.what()}};
       }
       payload["stats"] = {{"states", st.states}, {"candidates", st.candidates}, {"verified", st.verified},
-                          {"failed", st.failed}, {"duplicates", st.duplicates}};
+                          {"failed", st.failed}, {"duplicates", st.duplicates},
+                          {"root_inconclusive", st.root_inconclusive}, {"root_finite_share", st.root_finite_share}};
       payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s}};
       db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", todo[j], r.key, payload.dump());
       ++n;
@@ -338,6 +339,9 @@ GenerateSummary generate(const GenerateOptions& o) {
 
   std::vector<json> recs;
   json root_stats = json::array();
+  // Roots the verifier got no evidence on (outputs mostly NaN/inf by design or on every input
+  // set): they yield no records, and are listed rather than silently missing.
+  json inconclusive_roots = json::array();
   for (const auto& [i, payload] : done) {
     json p = json::parse(payload);
     sum.search_s += p["timing"]["search_s"].get<double>();
@@ -345,6 +349,8 @@ GenerateSummary generate(const GenerateOptions& o) {
     sum.cost_s += p["timing"]["cost_s"].get<double>();
     root_stats.push_back({{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
                           {"search", p["stats"]}, {"error", p["error"]}});
+    if (p["stats"].value("root_inconclusive", false))
+      inconclusive_roots.push_back({{"key", roots[size_t(i)].key}, {"finite_share", p["stats"]["root_finite_share"]}});
     for (auto& r : p["records"]) recs.push_back(std::move(r));
   }
   std::map<std::string, int> drops;
@@ -512,6 +518,7 @@ GenerateSummary generate(const GenerateOptions& o) {
                             {"train", quantiles(tok_train)},
                             {"eval", quantiles(tok_eval)},
                             {"cot_total", tok_cot}}},
+                {"inconclusive_roots", inconclusive_roots},
                 {"roots", root_stats}};
   if (public_layout)
     stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};

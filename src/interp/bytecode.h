@@ -75,6 +75,10 @@ struct AccessCode {
   // independent loop, the compiler proved that different iterations touch disjoint elements of
   // the tensor (see Compiler::prove_disjoint), so the common case pays nothing for detection.
   bool race_checked = false;
+  // Written access of a uniform store (leir/uniform_store.h): bit j set when the statement is
+  // uniform with respect to the j-th enclosing independent loop, whose iterations may then all
+  // write the element (the same value) without a race.
+  uint64_t uniform_in = 0;
 };
 
 struct StmtCode {

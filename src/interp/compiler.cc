@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "interp/bytecode.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
+#include "leir/uniform_store.h"
 
 namespace steptp::interp {
 
@@ -164,7 +166,7 @@ class Compiler {
         ranges_.push_back({l.start, l.start + l.extent - 1});
         if (lc.independent) {
           ++independent_depth_;
-          open_independent_.push_back({lc.var, {}});
+          open_independent_.push_back({lc.var, &l, leir::tensors_written(item.nest.body), {}});
         }
         nest.loops.push_back(lc);
         ++pushed;
@@ -208,6 +210,9 @@ class Compiler {
     sc.accumulation = !self.terms.empty();
     for (const auto& sub : lhs.args) leir::for_each_expr(sub, [&](const Expr& x) { check_vars(x); });
     sc.lhs = compile_access(lhs, 0);
+    for (size_t j = 0; j < open_independent_.size() && j < 64; ++j)
+      if (leir::is_uniform_store(s, open_independent_[j].loop->var, open_independent_[j].written))
+        cp_.accesses[sc.lhs].uniform_in |= uint64_t{1} << j;
     sc.slot = cp_.accesses[sc.lhs].slot;
     sc.lhs_fast = cp_.accesses[sc.lhs].fast;
     sc.convert = cp_.slots[sc.slot].dtype != leir::DType::F64;
@@ -285,6 +290,8 @@ class Compiler {
   // The accesses inside one independent loop, to decide which need dynamic race checks.
   struct OpenLoop {
     int var = 0;
+    const leir::Loop* loop = nullptr;
+    std::set<std::string> written;  // tensors written inside it (for uniform stores)
     std::vector<int> accesses;
   };
 

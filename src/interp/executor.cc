@@ -9,7 +9,8 @@
 // the stamp of the last plain write, of the oldest accumulation and of the oldest read that lies in
 // another iteration of an active loop (else the newest), which is enough to catch
 // write/write, write/read and read/write conflicts while letting accumulations into one element
-// combine across iterations (LEIR.md §3). Stamps exist only when detection is on and the program
+// combine across iterations (LEIR.md §3), and a uniform store rewrite its element from every
+// iteration (AccessCode::uniform_in). Stamps exist only when detection is on and the program
 // has independent loops; the executor is compiled twice (with and without checks) so the common
 // case pays nothing. Accesses the compiler proved race-free (AccessCode::race_checked == false)
 // skip the stamps altogether; that is sound because every access of the same tensor inside the
@@ -242,7 +243,8 @@ class Executor {
 
   [[gnu::noinline]] void race_write_slow(Stamp& st, const AccessCode& a, int64_t o, bool accumulation) {
     const char* now = accumulation ? "accumulated" : "written";
-    if (int j = other_iteration(st.write); j >= 0) [[unlikely]] fail_race(j, st.write, "written", now, a, o);
+    if (int j = other_iteration(st.write); j >= 0 && !(a.uniform_in >> j & 1)) [[unlikely]]
+      fail_race(j, st.write, "written", now, a, o);
     if (int j = other_iteration(st.read); j >= 0) [[unlikely]] fail_race(j, st.read, "read", now, a, o);
     if (accumulation) {
       if (other_iteration(st.accum) < 0) st.accum = clock_;

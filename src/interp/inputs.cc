@@ -9,8 +9,10 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "interp/affine.h"
+#include "interp/domains.h"
 #include "interp/scalar_ops.h"
 #include "leir/diagnostic.h"
 #include "leir/ir_mutator.h"
@@ -124,12 +126,15 @@ std::map<std::string, IntRange> gather_ranges(const leir::Program& p, const leir
   return out;
 }
 
-double float_value(Rng& rng, InputProfile profile) {
+double float_value(Rng& rng, InputProfile profile, bool restricted) {
   static constexpr double kPalette[] = {0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-3, -1e-3, 0.0};
   switch (profile) {
     case InputProfile::Ordinary: return rng.uniform(-1.0, 1.0);
     case InputProfile::ScaledUp: return rng.uniform(-1.0, 1.0) * 1e3;
     case InputProfile::ScaledDown: return rng.uniform(-1.0, 1.0) * 1e-3;
+    // One draw either way, so the other tensors' streams are those of Ordinary / ScaledDown.
+    case InputProfile::Domain: return restricted ? rng.uniform(0.25, 2.0) : rng.uniform(-1.0, 1.0);
+    case InputProfile::DomainSmall: return (restricted ? rng.uniform(0.25, 2.0) : rng.uniform(-1.0, 1.0)) * 1e-3;
     case InputProfile::Signs:
       // Half the elements from a palette of exact zeros, ties and sign flips.
       if (rng.uniform() < 0.5) return kPalette[rng.uniform_int(0, 9)];
@@ -143,6 +148,8 @@ double float_value(Rng& rng, InputProfile profile) {
 leir::TensorMap generate_inputs(const leir::Program& p, uint64_t seed, InputProfile profile) {
   leir::TensorTable table = leir::build_tensor_table(p);
   auto gathers = gather_ranges(p, table);
+  const bool domains = profile == InputProfile::Domain || profile == InputProfile::DomainSmall;
+  const std::set<std::string> restricted = domains ? domain_restricted_inputs(p) : std::set<std::string>{};
   leir::TensorMap out;
   for (const auto& d : p.known) {
     if (d.role != leir::Role::Input && d.role != leir::Role::Param) continue;
@@ -165,7 +172,7 @@ leir::TensorMap generate_inputs(const leir::Program& p, uint64_t seed, InputProf
         if (profile == InputProfile::Signs && rng.uniform() < 0.5) x = static_cast<double>(rng.uniform() < 0.5 ? lo : hi);
         else x = static_cast<double>(rng.uniform_int(lo, hi));
       } else {
-        x = float_value(rng, profile);
+        x = float_value(rng, profile, restricted.count(d.name) > 0);
       }
       v.data.push_back(store_as(d.dtype, x).value_or(0.0));
     }

@@ -14,6 +14,12 @@ enum class InputProfile : uint8_t {
   ScaledUp,   // floats ×1e3
   ScaledDown, // floats ×1e-3
   Signs,      // mixed signs, exact zeros, ties, values near padding/mask boundaries
+  // In-domain variants (interp/domains.h): the float inputs that reach log, sqrt, fractional
+  // powers or divisors draw from U(0.25, 2) (Domain) or U(0.25, 2)×1e-3 (DomainSmall): positive
+  // and away from zero. Every other tensor draws exactly as in Ordinary / ScaledDown (same
+  // bytes), so a program without restricted operations gets the same inputs from both.
+  Domain,
+  DomainSmall,
 };
 
 // Inputs and params of `p` (constants are taken from the signature by the interpreter).

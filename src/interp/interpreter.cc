@@ -25,8 +25,8 @@ std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("
 void bind_known(const CompiledProgram& cp, const TensorSlot& slot, const leir::TensorMap& inputs, TensorStore& store) {
   const leir::TensorDecl& d = *slot.decl;
   const std::vector<double>* values = nullptr;
-  if (auto it = inputs.find(slot.name); it != inputs.end()) {
-    const leir::TensorValue& v = it->second;
+  if (const leir::TensorValue* given = leir::find_value(inputs, slot.name, d.alias)) {
+    const leir::TensorValue& v = *given;
     if (v.shape != slot.shape)
       fail(cp, d.loc, fmt::format("{} {} is given with shape {} but is declared {}{}", leir::to_string(d.role),
                                   slot.name, shape_text(v.shape), leir::to_string(slot.dtype),

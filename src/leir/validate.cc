@@ -23,7 +23,7 @@
 // offsets; identical v-free subscripts are satisfied by equal values; anything else is used only
 // to prove independence. Pairs where both statements are accumulations of the tensor are the
 // parallel-reduction exception. Reads inside if_then_else count only under exactly understood
-// guards.
+// guards. A uniform store (leir/uniform_store.h) does not conflict with itself.
 #include "leir/validate.h"
 
 #include <fmt/format.h>
@@ -37,6 +37,7 @@
 
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
+#include "leir/uniform_store.h"
 
 namespace steptp::leir {
 
@@ -612,14 +613,18 @@ class Validator {
 
   void check_loop(const Loop& l) {
     auto stmts = inside(l);
+    std::set<std::string> written;
+    for (const StmtRec* s : stmts) written.insert(s->s->lhs->tensor);
     std::set<std::string> reported;
     for (const StmtRec* ws : stmts) {
       const Expr& w = *ws->s->lhs;
       if (reported.count(w.tensor)) continue;
+      const bool uniform = is_uniform_store(*ws->s, l.var, written);
       for (const StmtRec* os : stmts) {
         for (const auto& a : os->accesses) {
           if (a.e->tensor != w.tensor) continue;
           if (a.is_write && os < ws) continue;  // each write pair once
+          if (a.is_write && os == ws && uniform) continue;  // a uniform store (LEIR.md §3): one store
           if (ws->accumulation && os->accumulation && (a.is_write || a.accumulator)) continue;  // reduction
           if (!a.is_write && a.conditional && !a.guard_exact) continue;
           if (!conflict(l, *ws, ws->accesses.front(), *os, a)) continue;

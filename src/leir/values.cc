@@ -95,4 +95,11 @@ TensorMap read_values_file(const std::string& path) {
   return values_from_json(j, path);
 }
 
+const TensorValue* find_value(const TensorMap& values, const std::string& name, const std::string& alias) {
+  if (auto it = values.find(name); it != values.end()) return &it->second;
+  if (alias.empty()) return nullptr;
+  auto it = values.find(alias);
+  return it == values.end() ? nullptr : &it->second;
+}
+
 }  // namespace steptp::leir

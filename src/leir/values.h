@@ -27,4 +27,8 @@ TensorMap values_from_json(const nlohmann::json& j, const std::string& file = {}
 nlohmann::json values_to_json(const TensorMap& values);
 TensorMap read_values_file(const std::string& path);
 
+// The value of a known tensor keyed by its name or, failing that, by its alias (LEIR.md §1:
+// "values files may key tensors by either name"); nullptr when neither is present.
+const TensorValue* find_value(const TensorMap& values, const std::string& name, const std::string& alias);
+
 }  // namespace steptp::leir

@@ -217,6 +217,20 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
   verify::VerifyOptions vo;
   vo.trials = opts.verify_trials;
   vo.seed = strategies::mix_seed(opts.seed, 0x7e41f1);
+  // Every candidate is verified on the same input sets, so whether a trial is evidence depends
+  // on the root alone: a root whose outputs are mostly NaN/inf on all of them would make every
+  // candidate inconclusive. Say so once and skip the search instead.
+  {
+    auto tv = Clock::now();
+    verify::VerifyReport self = verify::verify(root, root, vo);
+    res.stats.verify_s += secs(tv);
+    res.stats.root_finite_share = self.finite_share;
+    if (self.verdict == verify::Verdict::Inconclusive) {
+      res.stats.root_inconclusive = true;
+      res.stats.search_s = secs(t0);
+      return res;
+    }
+  }
 
   std::set<uint64_t> seen{program_hash(root)};
   std::vector<State> frontier{{root, {}, root_cost, 0}};
@@ -269,7 +283,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
               rep.error = e.what();
             }
             res.stats.verify_s += secs(tv);
-            if (!rep.equivalent || rep.verdict == verify::Verdict::Failed) {
+            if (!rep.equivalent) {  // failed or inconclusive: not verified
               res.stats.failed++;
               continue;
             }

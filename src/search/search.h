@@ -3,7 +3,9 @@
 // From a root program, each state is expanded by every registered strategy: up to
 // `sites_per_strategy` sites and `params_per_site` parameter choices per site are drawn with the
 // strategies sampler (choose_indices, seeded by (seed, state, strategy)), applied, verified against
-// the ROOT with verify::verify, and the survivors are scored by a cost function. Greedy keeps the
+// the ROOT with verify::verify, and the survivors are scored by a cost function. Only exact and
+// reassoc verdicts count as verified (never inconclusive); a root that gives the verifier no
+// evidence is reported (SearchStats::root_inconclusive) and not searched. Greedy keeps the
 // best improving candidate; beam keeps the B best distinct candidates over the whole frontier.
 // Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
 // can keep informative non-improving steps.
@@ -99,6 +101,10 @@ struct Transition {
 
 struct SearchStats {
   int states = 0, candidates = 0, verified = 0, failed = 0, duplicates = 0;
+  // The root's outputs were mostly NaN/inf on every verification input set (verify/verifier.h
+  // evidence rule): no candidate could be verified, the search did not run.
+  bool root_inconclusive = false;
+  double root_finite_share = 0;  // largest share of finite root output elements on those input sets
   double search_s = 0, verify_s = 0, cost_s = 0;  // wall time (reporting only, never in output)
 };
 

@@ -15,6 +15,7 @@ Equivalence check_equivalent(const leir::Program& a, const leir::Program& b, con
   Equivalence r;
   r.ok = rep.equivalent;
   r.exact = rep.verdict == verify::Verdict::Exact;
+  r.inconclusive = rep.verdict == verify::Verdict::Inconclusive;
   if (!r.ok) {
     if (!rep.error.empty()) r.message = rep.error;
     if (rep.worst) {

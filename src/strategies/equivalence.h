@@ -10,8 +10,9 @@
 namespace steptp::strategies {
 
 struct Equivalence {
-  bool ok = false;
+  bool ok = false;            // verified: exact or reassoc (never inconclusive)
   bool exact = false;
+  bool inconclusive = false;  // nothing differed, but no trial gave evidence (verify/verifier.h)
   std::string message;  // why not, naming the output, element and trial
 };
 

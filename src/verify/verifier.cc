@@ -22,6 +22,7 @@ std::string_view to_string(Verdict v) {
     case Verdict::Exact: return "exact";
     case Verdict::Reassoc: return "reassoc";
     case Verdict::Failed: return "failed";
+    case Verdict::Inconclusive: return "inconclusive";
   }
   return "failed";
 }
@@ -145,6 +146,19 @@ class Comparison {
   double worst_ratio_ = -1;
 };
 
+// Share of finite elements over all outputs of the reference's run (1 when it has none).
+double finite_share(const leir::Program& a, const leir::TensorMap& out) {
+  size_t finite = 0, total = 0;
+  for (const auto& d : a.known) {
+    if (d.role != leir::Role::Output) continue;
+    auto it = out.find(d.name);
+    if (it == out.end()) continue;
+    for (double v : it->second.data) finite += std::isfinite(v) ? 1 : 0;
+    total += it->second.data.size();
+  }
+  return total ? static_cast<double>(finite) / static_cast<double>(total) : 1.0;
+}
+
 std::string runtime_message(const std::exception& e) {
   if (auto* le = dynamic_cast<const leir::LeirError*>(&e)) return le->what();
   return e.what();
@@ -201,6 +215,9 @@ VerifyReport run_trials(const leir::Program& a, const leir::Program& b, int tria
       r.worst = cmp.worst();
       return r;
     }
+    const double share = finite_share(a, out_a);
+    r.finite_share = std::max(r.finite_share, share);
+    if (share >= kEvidenceShare) ++r.evidential;
     for (const auto& d : a.known) {
       if (d.role != leir::Role::Output) continue;
       auto xa = out_a.find(d.name);
@@ -217,13 +234,24 @@ VerifyReport run_trials(const leir::Program& a, const leir::Program& b, int tria
   }
   r.worst = cmp.worst();
   if (cmp.failed()) return r;
+  if (r.evidential == 0) {
+    r.verdict = Verdict::Inconclusive;
+    r.error = fmt::format(
+        "inconclusive: no trial gave evidence (at most {:.1f}% of the reference's output elements were finite on any "
+        "of the {} input sets; at least {:.0f}% are needed)",
+        100 * r.finite_share, r.trials, 100 * kEvidenceShare);
+    return r;
+  }
   r.equivalent = true;
   r.verdict = cmp.exact() ? Verdict::Exact : Verdict::Reassoc;
   return r;
 }
 
-constexpr interp::InputProfile kProfiles[] = {interp::InputProfile::Ordinary, interp::InputProfile::ScaledUp,
-                                              interp::InputProfile::ScaledDown, interp::InputProfile::Signs};
+// In-domain draws first (a single trial is then evidence wherever inputs can make it so), raw
+// signed draws for the rest (they still check that NaN/inf positions agree, and overflow).
+// For a program without restricted operations Domain/DomainSmall are exactly Ordinary/ScaledDown.
+constexpr interp::InputProfile kProfiles[] = {interp::InputProfile::Domain, interp::InputProfile::ScaledUp,
+                                              interp::InputProfile::DomainSmall, interp::InputProfile::Signs};
 
 }  // namespace
 
@@ -255,6 +283,8 @@ std::string to_json(const VerifyReport& r) {
   j["equivalent"] = r.equivalent;
   j["class"] = std::string(to_string(r.verdict));
   j["trials"] = r.trials;
+  j["evidential"] = r.evidential;
+  j["finite_share"] = r.finite_share;
   if (r.worst) {
     const Worst& w = *r.worst;
     j["worst"] = {{"tensor", w.tensor}, {"index", w.index},          {"a", number(w.a)},   {"b", number(w.b)},

@@ -8,10 +8,25 @@
 // rounding error really has, while an element that is wrong by a fraction of the tensor's scale
 // (off-by-one, dropped term, wrong operator) fails. See tolerance_for() for the per-dtype values.
 //
+// Evidence (LEIR.md §5). A trial is *evidential* when at least kEvidenceShare (half) of the
+// reference's output elements, over all its outputs together, are finite on that trial's inputs:
+// NaN = NaN and inf = inf still have to agree position by position on every trial, but they say
+// nothing about whether the two programs compute the same function. One evidential trial
+// suffices (so `--trials 1` and caller-given inputs work when the data is in-domain); with none
+// the verdict is inconclusive, which is never "equivalent". Half, because masked programs
+// legitimately produce -inf in a minority of positions (a causal mask leaves n(n+1)/2 of n^2
+// scores finite), while the vacuous case this guards against (every log/sqrt argument negative)
+// leaves almost nothing finite.
+//
+// Inputs: trials cycle the profiles Domain, ScaledUp, DomainSmall, Signs (interp/inputs.h). The
+// Domain profiles draw the inputs that reach log, sqrt, fractional powers and divisors positive
+// and away from zero (interp/domains.h), and equal Ordinary/ScaledDown for every other tensor.
+//
 // Classification: exact (bit-identical outputs on every trial), reassoc (some element differs but
-// every element is within tolerance: floating-point rounding of a reassociated computation) or
+// every element is within tolerance: floating-point rounding of a reassociated computation),
 // failed (an element out of tolerance, an element set by one program only, a run-time error in
-// the candidate, or a different signature).
+// the candidate, or a different signature) or inconclusive (nothing failed, but no trial was
+// evidential). Failed takes precedence over inconclusive.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +39,11 @@
 
 namespace steptp::verify {
 
-enum class Verdict : uint8_t { Exact, Reassoc, Failed };
-std::string_view to_string(Verdict v);  // "exact", "reassoc", "failed"
+enum class Verdict : uint8_t { Exact, Reassoc, Failed, Inconclusive };
+std::string_view to_string(Verdict v);  // "exact", "reassoc", "failed", "inconclusive"
+
+// A trial is evidence when at least this share of the reference's output elements is finite.
+inline constexpr double kEvidenceShare = 0.5;
 
 struct Tolerance {
   double rtol = 0;
@@ -49,7 +67,7 @@ struct Worst {
 };
 
 struct VerifyOptions {
-  int trials = 4;     // input profiles cycle Ordinary, ScaledUp, ScaledDown, Signs
+  int trials = 4;     // input profiles cycle Domain, ScaledUp, DomainSmall, Signs
   uint64_t seed = 0;  // trial t draws its inputs with seed trial_seed(seed, t)
   bool detect_races = true;  // dynamic P/V/B independence checks while running
   // Overrides of the per-dtype tolerances (negative: use tolerance_for()).
@@ -58,11 +76,14 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
-  bool equivalent = false;
+  bool equivalent = false;  // verdict is Exact or Reassoc (never Inconclusive)
   Verdict verdict = Verdict::Failed;
   int trials = 0;              // trials run to completion
+  int evidential = 0;          // of those, trials where the reference's outputs were mostly finite
+  double finite_share = 0;     // the largest share of finite reference output elements on any trial
   std::optional<Worst> worst;  // absent when no element differs at all
-  std::string error;           // why, when it failed for another reason than a numeric mismatch
+  std::string error;           // why, when it failed for another reason than a numeric mismatch,
+                               // or why it is inconclusive
   bool invalid_reference = false;  // program A itself could not be compiled or run
 };
 
@@ -78,8 +99,9 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::v
 // constant values; declaration order and aliases do not matter).
 std::string signature_difference(const leir::Program& a, const leir::Program& b);
 
-// Exactly {"equivalent":bool,"class":"exact|reassoc|failed","trials":N,"worst":{"tensor","index",
-// "a","b","abs_err","rel_err","trial","seed"}|null}; non-finite numbers as "inf"/"-inf"/"nan".
+// Exactly {"equivalent":bool,"class":"exact|reassoc|failed|inconclusive","trials":N,"evidential":E,
+// "finite_share":x,"worst":{"tensor","index","a","b","abs_err","rel_err","trial","seed"}|null};
+// non-finite numbers as "inf"/"-inf"/"nan".
 // `error` is not part of it (the CLI prints it on stderr).
 std::string to_json(const VerifyReport& r);
 

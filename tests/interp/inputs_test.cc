@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "interp/domains.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
 #include "interp_test_util.h"
@@ -118,6 +119,49 @@ TEST(Inputs, AddingATensorLeavesOthersUnchanged) {
   auto small = program("input A: f64[4]\noutput C: f64[4]\nL^{4}_{i=0}[C^{f64,g}_{i}=A^{f64,g}_{i};];");
   auto big = program("input Z: f64[4]\ninput A: f64[4]\noutput C: f64[4]\nL^{4}_{i=0}[C^{f64,g}_{i}=A^{f64,g}_{i}+Z^{f64,g}_{i};];");
   EXPECT_EQ(interp::generate_inputs(small, 5).at("A").data, interp::generate_inputs(big, 5).at("A").data);
+}
+
+TEST(Domains, InputsThatReachRestrictedOperations) {
+  // log through an intermediate, a divisor, sqrt, a fractional power; not: exp, an integer power,
+  // a numerator, a gather index.
+  auto p = program(
+      "input A: f64[4]\ninput C: f64[4]\ninput D: f64[4]\ninput E: f64[4]\ninput G: f64[4]\ninput H: f64[4]\n"
+      "input K: f64[4]\ninput N: i64[4]\ninput Q: f64[4]\noutput O: f64[4]\n"
+      "L^{4}_{a=0}[M^{f64,g}_{a}=A^{f64,g}_{a}*2;];"
+      "L^{4}_{a=0}[O^{f64,g}_{a}=log(M^{f64,g}_{a})+G^{f64,g}_{a}/C^{f64,g}_{a}+sqrt(D^{f64,g}_{a})+E^{f64,g}_{a}**0.5"
+      "+H^{f64,g}_{a}**2+exp(K^{f64,g}_{a})+Q^{f64,g}_{N^{i64,g}_{a}};];");
+  EXPECT_EQ(interp::domain_restricted_inputs(p), (std::set<std::string>{"A", "C", "D", "E"}));
+  auto raw = interp::generate_inputs(p, 3, interp::InputProfile::Ordinary);
+  auto dom = interp::generate_inputs(p, 3, interp::InputProfile::Domain);
+  auto small = interp::generate_inputs(p, 3, interp::InputProfile::DomainSmall);
+  auto down = interp::generate_inputs(p, 3, interp::InputProfile::ScaledDown);
+  for (const auto& name : {"A", "C", "D", "E"}) {
+    for (double x : dom.at(name).data) {
+      EXPECT_GE(x, 0.25);
+      EXPECT_LT(x, 2.0);
+    }
+    for (double x : small.at(name).data) {
+      EXPECT_GE(x, 0.25e-3);
+      EXPECT_LT(x, 2e-3);
+    }
+  }
+  // Everything else draws exactly as in the raw profiles.
+  for (const auto& name : {"G", "H", "K", "N", "Q"}) {
+    EXPECT_EQ(dom.at(name).data, raw.at(name).data) << name;
+    EXPECT_EQ(small.at(name).data, down.at(name).data) << name;
+  }
+}
+
+TEST(Domains, ProgramWithoutRestrictedOperationsGetsTheRawInputs) {
+  auto p = program("input A: f64[8]\ninput C: f64[8]\noutput O: f64[8]\n"
+                   "L^{8}_{a=0}[O^{f64,g}_{a}=exp(A^{f64,g}_{a})*C^{f64,g}_{a}/2;];");
+  EXPECT_TRUE(interp::domain_restricted_inputs(p).empty());
+  for (uint64_t seed : {0u, 9u}) {
+    EXPECT_EQ(interp::generate_inputs(p, seed, interp::InputProfile::Domain).at("A").data,
+              interp::generate_inputs(p, seed, interp::InputProfile::Ordinary).at("A").data);
+    EXPECT_EQ(interp::generate_inputs(p, seed, interp::InputProfile::DomainSmall).at("C").data,
+              interp::generate_inputs(p, seed, interp::InputProfile::ScaledDown).at("C").data);
+  }
 }
 
 }  // namespace

@@ -80,6 +80,21 @@ TEST(RunCommand, GivenInputsAndOutFile) {
   fs::remove(out);
 }
 
+TEST(RunCommand, ValuesMayBeKeyedByAlias) {
+  // LEIR.md §1: any known tensor may keep an original name, and values files may use either.
+  fs::path f = temp_file("alias.leir",
+                         "input X: f64[2] as \"x\"\nparam W: f64[2] as \"gemm.weight\"\noutput O: f64[2]\n"
+                         "L^{2}_{a=0}[O^{f64,g}_{a}=X^{f64,g}_{a}*W^{f64,g}_{a};];\n");
+  fs::path v = temp_file("alias.json", R"({"x": {"dtype": "f64", "shape": [2], "data": [2, 3]},
+                                          "gemm.weight": {"dtype": "f64", "shape": [2], "data": [5, 7]}})");
+  for (const char* target : {"interp", "cpu"}) {
+    Result r = steptp("run " + f.string() + " --inputs " + v.string() + " --target " + target);
+    ASSERT_EQ(r.rc, 0) << target << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["O"]["data"], nlohmann::json::array({10.0, 21.0})) << target;
+  }
+}
+
 TEST(RunCommand, RuntimeErrorExitsOneWithDiagnostic) {
   fs::path f = temp_file("oob.leir", "input A: f64[3]\noutput C: f64[4]\nL^{4}_{i=0}[C^{f64,g}_{i}=A^{f64,g}_{i};];\n");
   Result r = steptp("run " + f.string());

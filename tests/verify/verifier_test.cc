@@ -39,7 +39,8 @@ TEST(Verifier, IdenticalProgramIsExact) {
   EXPECT_EQ(r.verdict, Verdict::Exact);
   EXPECT_EQ(r.trials, 4);
   EXPECT_FALSE(r.worst.has_value());
-  EXPECT_EQ(verify::to_json(r), R"({"equivalent":true,"class":"exact","trials":4,"worst":null})");
+  EXPECT_EQ(verify::to_json(r),
+            R"({"equivalent":true,"class":"exact","trials":4,"evidential":4,"finite_share":1.0,"worst":null})");
 }
 
 TEST(Verifier, LoopReorderOfIndependentLoopsIsExact) {
@@ -114,11 +115,14 @@ TEST(Verifier, ElementSetOnlyByOneProgramFails) {
 }
 
 TEST(Verifier, NanEqualsNanAndInfOnlyItself) {
-  // log of a negative number is NaN in both programs: equal.
-  auto a = text("input A: f64[4]\noutput C: f64[4]\nL^{4}_{a=0}[C^{f64,g}_{a}=log(-1-A^{f64,g}_{a}*A^{f64,g}_{a});];");
+  // log of a negative number is NaN in both programs for element 0: equal (the others give the
+  // trials their evidence).
+  auto a = text("input A: f64[4]\noutput C: f64[4]\nL^{4}_{a=0}[C^{f64,g}_{a}=if_then_else(a==0,"
+                "log(-1-A^{f64,g}_{a}*A^{f64,g}_{a}),A^{f64,g}_{a});];");
   auto r = verify::verify(a, a);
   EXPECT_TRUE(r.equivalent);
   EXPECT_EQ(r.verdict, Verdict::Exact);
+  EXPECT_DOUBLE_EQ(r.finite_share, 0.75);
   // +inf vs -inf
   auto p = text("input A: f64[4]\noutput C: f64[4]\nL^{4}_{a=0}[C^{f64,g}_{a}=inf+A^{f64,g}_{a};];");
   auto m = text("input A: f64[4]\noutput C: f64[4]\nL^{4}_{a=0}[C^{f64,g}_{a}=-inf+A^{f64,g}_{a};];");

@@ -8,7 +8,8 @@
 // Schedule mapping: the outermost run of consecutive P/B loops of a nest (not already inside a
 // parallel region) becomes `#pragma omp parallel for collapse(n)`; accumulations whose target
 // does not depend on those loops become OpenMP array-section reductions (the parallel reduction
-// of LEIR.md §3), or keep the loop serial where that cannot be expressed. An innermost V loop
+// of LEIR.md §3), or keep the loop serial where that cannot be expressed; a uniform store
+// (leir/uniform_store.h) also keeps it serial, where repeating the store is idempotent. An innermost V loop
 // without cross-iteration accumulation gets `#pragma omp simd`, a U loop `#pragma GCC unroll`.
 // Accumulation identities follow backend/accumulation.h.
 #pragma once

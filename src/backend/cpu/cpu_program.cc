@@ -84,14 +84,14 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
       if (leir::is_floating(kp.storage)) store_values(kp.storage, b->data(i), nan);
       continue;
     }
-    auto it = inputs.find(kp.name);
+    const leir::TensorValue* given = leir::find_value(inputs, kp.name, decl.alias);
     const std::vector<double>* data = nullptr;
-    if (it != inputs.end()) {
-      if (it->second.shape != kp.shape)
+    if (given) {
+      if (given->shape != kp.shape)
         throw leir::LeirError(program_.file, decl.loc,
                               fmt::format("value of {} has the wrong shape ({} elements given, {} expected)", kp.name,
-                                          it->second.numel(), kp.numel));
-      data = &it->second.data;
+                                          given->numel(), kp.numel));
+      data = &given->data;
     } else if (decl.value) {
       data = &*decl.value;
     } else {

@@ -15,6 +15,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/tensors.h"
+#include "leir/uniform_store.h"
 
 namespace steptp::backend::cuda {
 
@@ -364,6 +365,7 @@ class Emitter : public CExprEmitter {
     std::vector<int> axes;
     for (const auto& l : it.nest.loops) {
       if (l.kind == LoopKind::Bound) {
+        written_in_[&l] = leir::tensors_written(it.nest.body);
         int a = axis_of(l.var);
         line("{");
         ++indent_;
@@ -403,20 +405,26 @@ class Emitter : public CExprEmitter {
       for (const auto& b : bound_) inside |= b.first == a;
       if (!inside) guard += fmt::format("{}{} == 0", guard.empty() ? "" : " && ", kAxisName[a]);
     }
-    // A parallel reduction: the target does not depend on some enclosing B loop.
+    // A parallel reduction: the target does not depend on some enclosing B loop. A uniform store
+    // (leir/uniform_store.h) there is performed once, by that loop's first index.
     bool across = false;
+    const std::string& x = s.lhs->tensor;
+    auto acc = plan_.accum.find(&s);
     for (const auto& b : bound_) {
       if (b.second->extent == 1) continue;  // a single iteration cannot conflict
       bool m = false;
       for (const auto& ix : s.lhs->args) m |= mentions_var(ix, b.second->var);
-      across |= !m;
+      if (m) continue;
+      if (acc == plan_.accum.end() && leir::is_uniform_store(s, b.second->var, written_in_.at(b.second)))
+        guard += fmt::format("{}v_{} == {}", guard.empty() ? "" : " && ", b.second->var, b.second->start);
+      else
+        across = true;
     }
     std::string stmt;
-    const std::string& x = s.lhs->tensor;
-    auto acc = plan_.accum.find(&s);
     if (across) {
       if (acc == plan_.accum.end())
-        fail(s.loc, fmt::format("write to {} does not depend on an enclosing B loop and is not an accumulation", x));
+        fail(s.loc, fmt::format("write to {} does not depend on an enclosing B loop and is neither an accumulation "
+                                "nor a uniform store", x));
       DType st = storage(x);
       AccumOp op = acc->second;
       bool fl = st == DType::F32 || st == DType::F64;
@@ -441,6 +449,7 @@ class Emitter : public CExprEmitter {
   std::map<std::string, std::set<size_t>> item_uses_;
   std::array<int64_t, 6> launched_{};
   std::vector<std::pair<int, const leir::Loop*>> bound_;
+  std::map<const leir::Loop*, std::set<std::string>> written_in_;  // per B loop: tensors its body writes
   std::vector<const leir::Loop*> loops_;
   std::string out_;
   int indent_ = 0;

@@ -4,7 +4,8 @@
 // variable's prefix (tx/ty/tz -> threadIdx.x/y/z, bx/by/bz -> blockIdx.x/y/z); the launch extent
 // of an axis is the largest B loop bound to it in the kernel, and each B loop guards
 // `index < extent`. Statements outside the B loops of some launched axis run on index 0 of that
-// axis only. Accumulations whose target does not depend on an enclosing B loop are parallel
+// axis only. A uniform store (leir/uniform_store.h) under a B loop runs on that loop's first index
+// only. Accumulations whose target does not depend on an enclosing B loop are parallel
 // reductions: atomicAdd (f32/f64/i32/i64) or a compare-and-swap loop (max/min/mul on f32/f64).
 // `s` intermediates are __shared__ arrays, `l` intermediates per-thread arrays, `g` intermediates
 // device allocations. Identity passes (backend/accumulation.h) run as separate kernels before

@@ -12,6 +12,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/tensors.h"
+#include "leir/uniform_store.h"
 
 namespace steptp::backend::tir {
 
@@ -374,6 +375,17 @@ struct Emitter {
     std::vector<const leir::Loop*> ls = loops;
     open_block(name, s, ls);
     auto acc = plan.accum.find(&s);
+    // A uniform store (leir/uniform_store.h) under a P/V/B loop: performed once, by the first
+    // iteration (its axis is a reduce axis, as the target does not use the loop's variable).
+    std::string once;
+    for (const auto* l : ls) {
+      bool m = false;
+      for (const auto& ix : s.lhs->args) m |= mentions_var(ix, l->var);
+      if (m || l->extent < 2 || !leir::requires_independence(l->kind) || acc != plan.accum.end()) continue;
+      if (leir::is_uniform_store(s, l->var, written_in.at(l)))
+        once += fmt::format("{}{} == {}", once.empty() ? "" : " and ", py_name(l->var), l->start);
+    }
+    if (!once.empty()) line(fmt::format("T.where({})", once));
     std::string kind = init_kind.count(&s) ? init_kind.at(&s) : "";
     subst_.clear();
     if (kind == "subst") {
@@ -457,7 +469,10 @@ struct Emitter {
       return;
     }
     std::vector<const leir::Loop*> ls;
-    for (const auto& l : it.nest.loops) ls.push_back(&l);
+    for (const auto& l : it.nest.loops) {
+      ls.push_back(&l);
+      written_in[&l] = leir::tensors_written(it.nest.body);
+    }
     int opened = open_loops(ls);
     for (const auto& inner : it.nest.body) emit_item(inner);
     close_loops(opened, ls.size());
@@ -501,6 +516,7 @@ struct Emitter {
   }
 
   std::map<const Expr*, std::string> subst_;
+  std::map<const leir::Loop*, std::set<std::string>> written_in;  // per loop: tensors its body writes
 };
 
 }  // namespace

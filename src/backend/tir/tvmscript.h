@@ -9,7 +9,9 @@
 //   * T.init only where the element is unset when the nest starts (backend/accumulation.h) and
 //     the target subscripts are injective (distinct loop variables plus constants); other
 //     first-write cases get an explicit identity nest before the item, already-set elements none;
-//   * literals carry the statement's dtype (`T.float32("inf")`, never a float64 inf in f32 code).
+//   * literals carry the statement's dtype (`T.float32("inf")`, never a float64 inf in f32 code);
+//   * a uniform store (leir/uniform_store.h) under a P/V/B loop gets `T.where(loop == start)`:
+//     one store, by the first iteration.
 // The text depends only on the program: no hash order, pointers or time.
 #pragma once
 
