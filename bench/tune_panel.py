@@ -205,7 +205,7 @@ class Panel:
                 try:
                     fn(row)
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-                    row.setdefault("timing_errors", []).append(f"round {rnd} {what}: {e}")
+                    row.setdefault("timing_errors", []).append(f"round {rnd + 1} {what}: {e}")
 
     def time_steptp(self, row):
         j, _ = run_json([self.a.steptp, "bench", row["program"], "--against", row["best"], "--threads",
@@ -290,7 +290,6 @@ class Panel:
         ok = [r for r in rows if "speedup_vs_naive" in r]
         torch_rows = [r for r in rows if "torch_over_ours" in r]
         ms_rows = [r for r in rows if "ms_over_ours" in r]
-        cm = [r["ours"]["cost_model"] for r in rows if r.get("ours") and r["ours"].get("cost_model")]
         summary = {
             "workloads": len(rows), "tuned": len(ok),
             "geomean_vs_naive": geomean([r["speedup_vs_naive"] for r in ok]),
@@ -301,16 +300,23 @@ class Panel:
             "metaschedule": {"n": len(ms_rows), "ours_at_least_as_fast": sum(r["ms_over_ours"] >= 1 for r in ms_rows),
                              "geomean_ms_over_ours": geomean([r["ms_over_ours"] for r in ms_rows])},
             "sgemm_over_ours": next((r["sgemm_over_ours"] for r in rows if "sgemm_over_ours" in r), None),
-            "cost_model": {k: statistics.mean(c[k] for c in cm if isinstance(c.get(k), (int, float)))
-                           for k in sorted({k for c in cm for k in c})
-                           if any(isinstance(c.get(k), (int, float)) for c in cm)},
+            "cost_model": mean_fields([r["ours"].get("cost_model") for r in rows if r.get("ours")]),
+            "analytic_model": mean_fields([r["ours"].get("analytic_model") for r in rows if r.get("ours")]),
         }
-        result = {"settings": {k: v for k, v in vars(self.a).items()}, "environment": environment(self.env),
+        settings = {k: sorted(v) if isinstance(v, set) else v for k, v in vars(self.a).items()}
+        result = {"settings": settings, "environment": environment(self.env),
                   "notes": self.notes, "wall_s": wall, "summary": summary, "rows": rows}
         with open(os.path.join(self.out, "panel.json"), "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)
         print_table(result)
         return result
+
+
+def mean_fields(dicts):
+    """Mean over workloads of every numeric field of the tuner's ranking-quality reports."""
+    dicts = [d for d in dicts if isinstance(d, dict)]
+    keys = sorted({k for d in dicts for k, v in d.items() if isinstance(v, (int, float))})
+    return {k: statistics.mean(d[k] for d in dicts if isinstance(d.get(k), (int, float))) for k in keys}
 
 
 def our_trial_times(tune_json, out_dir):
@@ -371,7 +377,7 @@ def print_table(res):
               f"{fmt(r.get('ms_trials_to_reach_ours'), 'd'):>8} {fmt(r.get('our_trials_to_reach_ms'), 'd'):>8} "
               f"{fmt(r['ours']['wall_s'], '.0f'):>7} {fmt(ms.get('wall_s'), '.0f'):>7}")
         for e in r.get("timing_errors", []) + ([r["metaschedule_error"]] if "metaschedule_error" in r else []):
-            print(f"{'':34} ! {e[:160]}")
+            print(f"{'':34} ! {e[:160]}".replace("\n", " "))
     t, msum = s["torch"], s["metaschedule"]
     print(f"1. vs naive: geomean {fmt(s['geomean_vs_naive'], '.2f')}x over {s['tuned']} tuned workloads")
     print(f"2. vs PyTorch eager ({t['n']}): fast_0 {fmt(t['fast_0'], '.2f')}, fast_1 {fmt(t['fast_1'], '.2f')}, "
@@ -379,9 +385,10 @@ def print_table(res):
     print(f"3. vs MetaSchedule ({msum['n']}): ours at least as fast on {msum['ours_at_least_as_fast']}, "
           f"geomean MS/ours {fmt(msum['geomean_ms_over_ours'], '.2f')}")
     sg = next((r for r in rows if "sgemm_over_ours" in r), None)
-    print(f"4. GEMM 512^3 vs OpenBLAS sgemm: sgemm/ours {fmt(s['sgemm_over_ours'], '.2f')}"
+    print(f"4. GEMM vs OpenBLAS sgemm{' (' + sg['label'] + ')' if sg else ''}: sgemm/ours {fmt(s['sgemm_over_ours'], '.2f')}"
           + (f" ({sg['median_ms']['sgemm']:.4f} ms, {sg['sgemm_config']})" if sg else ""))
-    print("5. cost model: " + (", ".join(f"{k} {v:.3f}" for k, v in s["cost_model"].items()) or "-"))
+    for key, title in (("cost_model", "5. cost model (learned)"), ("analytic_model", "   analytic model")):
+        print(f"{title}: " + (", ".join(f"{k} {v:.3f}" for k, v in s[key].items()) or "-"))
 
 
 def parse_args(argv):

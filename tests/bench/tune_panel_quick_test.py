@@ -58,7 +58,7 @@ def main():
         print("note: .venv-bench absent (scripts/deps-bench.sh): MetaSchedule not exercised")
     s = res["summary"]
     check(s["geomean_vs_naive"] and s["geomean_vs_naive"] > 0, f"geomean {s['geomean_vs_naive']}")
-    for line in ("1. vs naive", "2. vs PyTorch eager", "3. vs MetaSchedule", "4. GEMM 512^3 vs OpenBLAS", "5. cost model"):
+    for line in ("1. vs naive", "2. vs PyTorch eager", "3. vs MetaSchedule", "4. GEMM vs OpenBLAS sgemm", "5. cost model"):
         check(line in r.stdout, f"table lacks '{line}'")
     for f in failures:
         print("FAIL:", f)
