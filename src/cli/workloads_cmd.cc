@@ -1,6 +1,10 @@
 // steptp workloads list|emit: the built-in workload suite (issue 3).
 //   list [--json]                      name, level, family, hyper-parameters with ranges
 //   emit NAME [--seed S] [--size tiny|small|default] [--format json|leir] [--set k=v]... [--f32]
+//        [--with-reference]   one JSON object {"workload","hyper","torch_reference","program",
+//                             "inputs"}: what a PyTorch baseline needs (bench/baselines/torch_eager.py);
+//                             "inputs" holds the seeded integer/bool inputs only (index ranges
+//                             the program allows), floats are left to the caller
 //   sample --count N --seed S [--size ...] --out FILE.jsonl   random composites (composite.h)
 // Unknown names, bad sizes, out-of-range or constraint-violating values: an error, exit 1.
 #include <fmt/format.h>
@@ -11,7 +15,9 @@
 #include <stdexcept>
 
 #include "cli/command.h"
+#include "interp/inputs.h"
 #include "leir/program_io.h"
+#include "leir/values.h"
 #include "workloads/composite.h"
 #include "workloads/workload.h"
 
@@ -78,6 +84,21 @@ workloads::HyperValues parse_sets(const std::vector<std::string>& sets) {
   return hv;
 }
 
+// Everything a PyTorch baseline needs to run the workload's reference at these values. Float
+// inputs are left out (the caller draws them at the shapes in "program"); integer and bool inputs
+// are included because their valid range depends on how the program indexes with them.
+nlohmann::json reference_json(const workloads::Workload& w, const workloads::HyperValues& hv, const leir::Program& p,
+                              uint64_t seed) {
+  leir::TensorMap discrete;
+  for (auto& [name, v] : interp::generate_inputs(p, seed))
+    if (!leir::is_floating(v.dtype)) discrete.emplace(name, std::move(v));
+  return {{"workload", w.name},
+          {"hyper", hv},
+          {"torch_reference", w.torch_reference},
+          {"program", leir::program_to_json(p)},
+          {"inputs", leir::values_to_json(discrete)}};
+}
+
 RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, sample", [](CLI::App& sub) {
   sub.require_subcommand(1);
   auto* list = sub.add_subcommand("list", "every workload: name, level, family, hyper-parameters");
@@ -97,6 +118,10 @@ RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, samp
   emit->add_option("--format", *format, "json (LEIR.md §1 object, default) or leir (text form)");
   emit->add_option("--set", *sets, "fix a hyper-parameter: NAME=INTEGER (repeatable)");
   emit->add_flag("--f32", *f32, "float32 variant (every f64 tensor becomes f32)");
+  auto with_reference = std::make_shared<bool>(false);
+  emit->add_flag("--with-reference", *with_reference,
+                 "JSON object with the hyper-parameters, the PyTorch reference source, the program and its "
+                 "seeded integer/bool inputs");
 
   auto* sample = sub.add_subcommand("sample", "random composite programs (2-5 components) as JSONL");
   auto count = std::make_shared<int>(0);
@@ -137,6 +162,11 @@ RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, samp
       auto hv = workloads::sample_hyper(w, *seed, s, parse_sets(*sets));
       leir::Program p = workloads::emit(w, hv);
       if (*f32) p = workloads::to_f32(p);
+      if (*with_reference) {
+        if (*format != "json") throw std::invalid_argument("--with-reference needs --format json");
+        std::cout << reference_json(w, hv, p, *seed).dump() << "\n";
+        return 0;
+      }
       if (*format == "json") std::cout << leir::program_to_json(p).dump() << "\n";
       else std::cout << leir::program_to_text(p, false);
       return 0;
