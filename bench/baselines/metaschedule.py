@@ -15,8 +15,10 @@ Runs in .venv-bench (scripts/deps-bench.sh).
       fields of `steptp bench --json`.
 """
 import argparse
+import collections
 import json
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -52,6 +54,18 @@ def write_naive_tir(steptp, program, path):
         raise SystemExit(f"{program}: unexpected TVMScript header from steptp lower: {src[:120]!r}")
     with open(path, "w", encoding="utf-8") as f:
         f.write("from tvm.script import ir as I\nfrom tvm.script import tirx as T\n" + src[len(header):])
+
+
+def check_single_writers(program, path):
+    """MetaSchedule's tiling rules (cache-write) need every buffer written by one block; steptp's
+    lowering of an in-place update (e.g. a bias added into the matmul result) writes it in two.
+    Fail with that reason rather than with TVM's schedule error in the middle of tuning."""
+    with open(path, encoding="utf-8") as f:
+        writes = collections.Counter(re.findall(r"T\.writes\((\w+)\[", f.read()))
+    multi = sorted(b for b, n in writes.items() if n > 1)
+    if multi:
+        raise SystemExit(f"{program}: MetaSchedule needs every buffer written by one block; the naive program "
+                         f"updates {', '.join(multi)} in place ({path})")
 
 
 def load_module(path):
@@ -124,6 +138,7 @@ def cmd_tune(a):
     os.makedirs(a.out, exist_ok=True)
     tir_path = os.path.join(a.out, "naive_tir.py")
     write_naive_tir(a.steptp, a.file, tir_path)
+    check_single_writers(a.file, tir_path)
     mod = load_module(tir_path)
     target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu(tvm), "num-cores": a.threads})
     work_dir = os.path.join(a.out, "work")
