@@ -108,6 +108,19 @@ def trial_times(work_dir):
     return out
 
 
+def trial_errors(work_dir):
+    """Why MetaSchedule's trials failed, from its task logs: counts and the first reason."""
+    reasons = []
+    logs = os.path.join(work_dir, "logs")
+    for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        reasons += [lines[i + 1].strip() for i, l in enumerate(lines[:-1]) if re.search(r"Error in (building|running)", l)]
+    if not reasons:
+        return "its logs name no failed trial"
+    return f"{len(reasons)} failed trials, first: {reasons[0]}"
+
+
 def verify(tvm, mod, lib, target, seed):
     """Best schedule vs the unscheduled module, both built by TVM, on the same random inputs;
     a 2-D matmul is also checked against numpy. Returns (ok, max relative error)."""
@@ -153,7 +166,7 @@ def cmd_tune(a):
     sch = db.query_schedule(mod, target=target, workload_name="main")
     wall = time.perf_counter() - start
     if sch is None:
-        raise SystemExit(f"{a.file}: MetaSchedule found no valid schedule in {a.trials} trials")
+        raise SystemExit(f"{a.file}: MetaSchedule found no valid schedule in {a.trials} trials; {trial_errors(work_dir)}")
     lib = tvm.compile(sch.mod, target=target)
     lib.export_library(os.path.join(a.out, "best.so"))
     with open(os.path.join(a.out, "best_tir.py"), "w", encoding="utf-8") as f:
