@@ -10,6 +10,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas0-pthread libopenblas-pthread-dev
+  libxgboost-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
   clang
 )

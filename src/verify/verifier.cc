@@ -150,6 +150,22 @@ std::string runtime_message(const std::exception& e) {
   return e.what();
 }
 
+// Compares every output of A in one trial.
+void compare_trial(const leir::Program& a, const leir::TensorMap& out_a, const leir::TensorMap& out_b, int t,
+                   uint64_t seed, Comparison& cmp, VerifyReport& r) {
+  for (const auto& d : a.known) {
+    if (d.role != leir::Role::Output) continue;
+    auto xa = out_a.find(d.name);
+    auto xb = out_b.find(d.name);
+    if (xa == out_a.end() || xb == out_b.end() || xa->second.data.size() != xb->second.data.size()) {
+      r.error = fmt::format("trial {}: output {} is missing or mis-shaped", t, d.name);
+      cmp.fail();
+      return;
+    }
+    cmp.compare(d.name, xa->second, xb->second, d.dtype, t, seed);
+  }
+}
+
 // Runs both programs on the input sets produced by `inputs_for(trial)`.
 template <typename InputsFor>
 VerifyReport run_trials(const leir::Program& a, const leir::Program& b, int trials, const VerifyOptions& opts,
@@ -201,17 +217,7 @@ VerifyReport run_trials(const leir::Program& a, const leir::Program& b, int tria
       r.worst = cmp.worst();
       return r;
     }
-    for (const auto& d : a.known) {
-      if (d.role != leir::Role::Output) continue;
-      auto xa = out_a.find(d.name);
-      auto xb = out_b.find(d.name);
-      if (xa == out_a.end() || xb == out_b.end() || xa->second.data.size() != xb->second.data.size()) {
-        r.error = fmt::format("trial {}: output {} is missing or mis-shaped", t, d.name);
-        cmp.fail();
-        break;
-      }
-      cmp.compare(d.name, xa->second, xb->second, d.dtype, t, seed);
-    }
+    compare_trial(a, out_a, out_b, t, seed, cmp, r);
     r.trials = t + 1;
     if (cmp.failed()) break;  // the worst element so far already proves inequivalence
   }
@@ -240,6 +246,23 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::v
     *seed = opts.seed;
     return input_sets[t];
   });
+}
+
+VerifyReport compare_outputs(const leir::Program& a,
+                             const std::vector<std::pair<leir::TensorMap, leir::TensorMap>>& outputs,
+                             const std::vector<uint64_t>& seeds, const VerifyOptions& opts) {
+  VerifyReport r;
+  Comparison cmp(opts);
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    compare_trial(a, outputs[t].first, outputs[t].second, int(t), t < seeds.size() ? seeds[t] : 0, cmp, r);
+    r.trials = int(t) + 1;
+    if (cmp.failed()) break;
+  }
+  r.worst = cmp.worst();
+  if (cmp.failed() || outputs.empty()) return r;
+  r.equivalent = true;
+  r.verdict = cmp.exact() ? Verdict::Exact : Verdict::Reassoc;
+  return r;
 }
 
 namespace {
