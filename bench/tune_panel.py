@@ -178,8 +178,8 @@ class Panel:
         row["ours"] = {"trials": trials, "wall_s": j.get("wall_s", time.perf_counter() - t0),
                        "trials_measured": j.get("trials_measured"), "best_time_s": j.get("best_time_s"),
                        "speedup_tuning": j.get("speedup"), "cost_model": j.get("cost_model"),
-                       "analytic_model": j.get("analytic_model"), "machine": j.get("machine"),
-                       "trial_ms": our_trial_times(j, d)}
+                       "analytic_model": (j.get("cost_model") or {}).get("analytic"), "machine": j.get("machine"),
+                       "trial_ms": our_trial_times(j)}
         row["best"] = os.path.join(d, "best.json")
 
     def metaschedule(self, row):
@@ -325,19 +325,12 @@ def mean_fields(dicts):
     return {k: statistics.mean(d[k] for d in dicts if isinstance(d.get(k), (int, float))) for k in keys}
 
 
-def our_trial_times(tune_json, out_dir):
-    """Every measured candidate of `steptp tune` in order (ms), from its JSON or trajectory.json:
-    a list under "measurements" of objects with "time_s"; None when the tuner reports none."""
-    src = tune_json
-    if "measurements" not in src:
-        p = os.path.join(out_dir, "trajectory.json")
-        if os.path.exists(p):
-            with open(p, encoding="utf-8") as f:
-                src = json.load(f)
-    m = src.get("measurements") if isinstance(src, dict) else None
-    if not isinstance(m, list):
+def our_trial_times(tune_json):
+    """Every candidate `steptp tune` measured, in order (ms; None = failed): its "history"."""
+    history = tune_json.get("history")
+    if not isinstance(history, list):
         return None
-    return [x["time_s"] * 1e3 if isinstance(x, dict) and x.get("time_s") is not None else None for x in m]
+    return [h["time_s"] * 1e3 if h.get("ok") and h.get("time_s") is not None else None for h in history]
 
 
 def trials_to_reach(trial_ms, target_ms):
