@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev python3-requests
   libopenblas0-pthread libopenblas-pthread-dev
+  libxgboost-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
   clang
 )

@@ -1,6 +1,6 @@
 // steptp workloads list|emit: the built-in workload suite (issue 3).
 //   list [--json]                      name, level, family, hyper-parameters with ranges
-//   emit NAME [--seed S] [--size tiny|small|default] [--format json|leir] [--set k=v]... [--f32]
+//   emit NAME [--seed S] [--size tiny|small|default|bench] [--format json|leir] [--set k=v]... [--f32]
 //        [--with-reference]   one JSON object {"workload","hyper","torch_reference","program",
 //                             "inputs"}: what a PyTorch baseline needs (bench/baselines/torch_eager.py);
 //                             "inputs" holds the seeded integer/bool inputs only (index ranges
@@ -28,7 +28,7 @@ using workloads::SizeClass;
 
 SizeClass size_or_throw(const std::string& s) {
   auto size = workloads::parse_size_class(s);
-  if (!size) throw std::invalid_argument("unknown size class '" + s + "' (expected tiny, small or default)");
+  if (!size) throw std::invalid_argument("unknown size class '" + s + "' (expected tiny, small, default or bench)");
   return *size;
 }
 
@@ -114,7 +114,7 @@ RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, samp
   auto f32 = std::make_shared<bool>(false);
   emit->add_option("NAME", *name, "workload name (see `workloads list`)")->required();
   emit->add_option("--seed", *seed, "seed of the hyper-parameter draw (default 0)");
-  emit->add_option("--size", *size, "size class: tiny, small or default (default: default)");
+  emit->add_option("--size", *size, "size class: tiny, small, default or bench (measurement shapes: naive program ~1-50 ms on one core; default: default)");
   emit->add_option("--format", *format, "json (LEIR.md §1 object, default) or leir (text form)");
   emit->add_option("--set", *sets, "fix a hyper-parameter: NAME=INTEGER (repeatable)");
   emit->add_flag("--f32", *f32, "float32 variant (every f64 tensor becomes f32)");

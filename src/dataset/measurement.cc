@@ -30,6 +30,8 @@
 #include "leir/program_io.h"
 #include "search/search.h"
 #include "strategies/sampler.h"
+#include "tune/machine.h"
+#include "tune/runner.h"
 
 namespace fs = std::filesystem;
 
@@ -37,250 +39,11 @@ namespace steptp::dataset {
 namespace {
 
 using nlohmann::json;
+using tune::MeasurementStore;
 using Clock = std::chrono::steady_clock;
 double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
-// ---- SQLite helpers ----
-void exec(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error(std::string("measurement store: ") + m);
-  }
-}
-
-// ---- sandboxed timing ----
-// One comparison's result, written by the measuring child into shared memory.
-struct Slot {
-  int32_t status;  // 0 pending, 1 ok, 2 failed
-  int32_t repeats_a, repeats_b;
-  double a[4], b[4];  // median, min, max, cv
-  char message[160];
-};
-struct Shared {
-  std::atomic<int32_t> current;  // index of the comparison the child is working on
-  Slot slots[1];
-};
-
-void set_message(Slot& s, const std::string& m) {
-  std::snprintf(s.message, sizeof s.message, "%s", m.c_str());
-}
-
-void put_stats(double* d, const backend::TimingStats& t) {
-  d[0] = t.median_ms;
-  d[1] = t.min_ms;
-  d[2] = t.max_ms;
-  d[3] = t.cv;
-}
-backend::TimingStats get_stats(const double* d, int repeats) {
-  backend::TimingStats t;
-  t.median_ms = d[0];
-  t.min_ms = d[1];
-  t.max_ms = d[2];
-  t.cv = d[3];
-  t.repeats = repeats;
-  return t;
-}
-
-// Body of the measuring child: comparisons [start, n) in order.
-[[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::pair<int, int>>& pairs,
-                             const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& progs,
-                             const std::vector<std::string>& build_errors, const backend::MeasureOptions& mo,
-                             uint64_t input_seed) {
-  std::map<int, std::unique_ptr<backend::cpu::KernelBuffers>> bound;
-  auto buffers = [&](int i) -> backend::cpu::KernelBuffers& {
-    auto it = bound.find(i);
-    if (it == bound.end())
-      it = bound.emplace(i, progs[size_t(i)]->bind(interp::generate_inputs(progs[size_t(i)]->program(), input_seed)))
-               .first;
-    return *it->second;
-  };
-  for (size_t k = start; k < pairs.size(); ++k) {
-    sh->current.store(int32_t(k));
-    Slot& s = sh->slots[k];
-    auto [ia, ib] = pairs[k];
-    if (!progs[size_t(ia)] || !progs[size_t(ib)]) {
-      set_message(s, "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
-      s.status = 2;
-      continue;
-    }
-    try {
-      auto& pa = *progs[size_t(ia)];
-      auto& pb = *progs[size_t(ib)];
-      auto& ba = buffers(ia);
-      auto& bb = buffers(ib);
-      auto c = backend::compare_interleaved([&] { pa.run(ba); }, [&] { pb.run(bb); }, mo);
-      put_stats(s.a, c.a);
-      put_stats(s.b, c.b);
-      s.repeats_a = c.a.repeats;
-      s.repeats_b = c.b.repeats;
-      s.status = 1;
-    } catch (const std::exception& e) {
-      set_message(s, std::string("run: ") + e.what());
-      s.status = 2;
-    }
-  }
-  _exit(0);
-}
-
 }  // namespace
-
-// ---- store ----
-MeasurementStore::MeasurementStore(const std::string& path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
-    std::string m = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open measurement store " + path + ": " + m);
-  }
-  sqlite3_busy_timeout(db_, 600000);
-  exec(db_, "PRAGMA journal_mode=WAL");
-  exec(db_, "CREATE TABLE IF NOT EXISTS measurements(key TEXT PRIMARY KEY, payload TEXT)");
-}
-
-MeasurementStore::~MeasurementStore() { sqlite3_close(db_); }
-
-std::optional<json> MeasurementStore::get(const std::string& key) {
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT payload FROM measurements WHERE key=?", -1, &st, nullptr);
-  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-  std::optional<json> v;
-  if (sqlite3_step(st) == SQLITE_ROW) v = json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-  sqlite3_finalize(st);
-  return v;
-}
-
-void MeasurementStore::put_all(const std::vector<std::pair<std::string, json>>& entries) {
-  if (entries.empty()) return;
-  exec(db_, "BEGIN IMMEDIATE");
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT OR IGNORE INTO measurements(key, payload) VALUES(?, ?)", -1, &st, nullptr);
-  for (const auto& [k, v] : entries) {
-    std::string p = v.dump();
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, k.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, p.c_str(), -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) {
-      std::string m = sqlite3_errmsg(db_);
-      sqlite3_finalize(st);
-      exec(db_, "ROLLBACK");
-      throw std::runtime_error("measurement store write: " + m);
-    }
-  }
-  sqlite3_finalize(st);
-  exec(db_, "COMMIT");
-}
-
-int64_t MeasurementStore::size() {
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM measurements", -1, &st, nullptr);
-  int64_t n = 0;
-  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return n;
-}
-
-// ---- timing ----
-std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
-                                      const std::vector<std::pair<int, int>>& pairs,
-                                      const backend::MeasureOptions& mo, uint64_t input_seed, double pair_timeout_s,
-                                      PairMeasureStats* stats) {
-  std::vector<PairResult> out(pairs.size());
-  PairMeasureStats local;
-  PairMeasureStats& st = stats ? *stats : local;
-  if (pairs.empty()) return out;
-  // Only the programs some pair uses, one batched compile.
-  std::vector<char> used(programs.size(), 0);
-  for (auto [a, b] : pairs) used[size_t(a)] = used[size_t(b)] = 1;
-  std::vector<leir::Program> todo;
-  std::vector<size_t> which;
-  for (size_t i = 0; i < programs.size(); ++i)
-    if (used[i]) todo.push_back(programs[i]), which.push_back(i);
-  auto tc = Clock::now();
-  std::vector<backend::cpu::CpuBuildResult> built;
-  try {
-    built = backend::cpu::build_cpu_programs(todo);
-  } catch (const std::exception& e) {
-    built.assign(todo.size(), {nullptr, e.what()});
-  }
-  st.compile_s += secs(tc);
-  std::vector<std::shared_ptr<const backend::cpu::CpuProgram>> progs(programs.size());
-  std::vector<std::string> errors(programs.size());
-  for (size_t k = 0; k < which.size(); ++k) {
-    progs[which[k]] = built[k].program;
-    errors[which[k]] = built[k].error.substr(0, 120);
-    (built[k].program ? st.compiled : st.compile_failed)++;
-  }
-
-  auto tm = Clock::now();
-  size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
-  std::memset(mem, 0, bytes);
-  Shared* sh = static_cast<Shared*>(mem);
-  size_t start = 0;
-  while (start < pairs.size()) {
-    sh->current.store(int32_t(start));
-    pid_t pid = backend::cpu::fork_limited(int64_t{4} << 30,
-                                           [&] { child_main(sh, start, pairs, progs, errors, mo, input_seed); });
-    if (pid < 0) {
-      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
-      break;
-    }
-    int status = 0;
-    int32_t seen = -1;
-    auto since = Clock::now();
-    bool timed_out = false;
-    auto sleep = std::chrono::microseconds(100);
-    while (true) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid || (w < 0 && errno != EINTR)) break;
-      int32_t cur = sh->current.load();
-      if (cur != seen) seen = cur, since = Clock::now(), sleep = std::chrono::microseconds(100);
-      if (secs(since) > pair_timeout_s) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
-    }
-    size_t cur = size_t(sh->current.load());
-    if (cur < pairs.size() && sh->slots[cur].status == 0) {
-      // The child died on comparison `cur`: it fails, the rest continue in a new child.
-      std::string why = timed_out ? fmt::format("timed out after {:.3g} s", pair_timeout_s)
-                        : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
-                                              : fmt::format("measuring child exited with status {}",
-                                                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-      set_message(sh->slots[cur], why);
-      sh->slots[cur].status = 2;
-      st.crashed++;
-    }
-    start = pairs.size();
-    for (size_t k = 0; k < pairs.size(); ++k)
-      if (sh->slots[k].status == 0) {
-        start = k;
-        break;
-      }
-  }
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    const Slot& s = sh->slots[k];
-    PairResult& r = out[k];
-    r.ok = s.status == 1;
-    if (!r.ok) {
-      r.error = s.message[0] ? s.message : "not measured";
-      continue;
-    }
-    r.cmp.a = get_stats(s.a, s.repeats_a);
-    r.cmp.b = get_stats(s.b, s.repeats_b);
-    r.cmp.speedup = r.cmp.b.median_ms > 0 ? r.cmp.a.median_ms / r.cmp.b.median_ms : 1;
-  }
-  munmap(mem, bytes);
-  st.measure_s += secs(tm);
-  return out;
-}
 
 // ---- generate integration ----
 backend::MeasureOptions measure_options(const GenerateOptions& o) {
@@ -343,6 +106,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   MeasureStats& st = stats ? *stats : local;
   auto mo = measure_options(o);
   const std::string config = measurement_json(o).dump();
+  const std::string machine = tune::fingerprint(tune::this_machine(mo.threads));
   const uint64_t input_seed = strategies::mix_seed(o.seed, 0x3ea5);
 
   // Distinct programs (by text) and the comparisons the records need, in record order.
@@ -376,8 +140,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   std::vector<std::pair<int, int>> missing;
   std::vector<size_t> missing_idx;
   for (size_t k = 0; k < pairs.size(); ++k) {
-    keys[k] = backend::cpu::content_hash(texts[size_t(pairs[k].first)] + '\0' + texts[size_t(pairs[k].second)] +
-                                         '\0' + config);
+    keys[k] = tune::measurement_key({machine, texts[size_t(pairs[k].first)], texts[size_t(pairs[k].second)], config});
     results[k] = store.get(keys[k]);
     if (results[k]) {
       st.reused++;
@@ -417,8 +180,8 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
         runnable_idx.push_back(missing_idx[m]);
       }
     }
-    PairMeasureStats ps;
-    auto measured = measure_pairs(programs, runnable, mo, input_seed, 10.0 + 4 * mo.max_time_s, &ps);
+    tune::PairMeasureStats ps;
+    auto measured = tune::measure_pairs(programs, runnable, mo, input_seed, 10.0 + 4 * mo.max_time_s, &ps);
     st.compile_s += ps.compile_s;
     st.measure_s += ps.measure_s;
     for (size_t m = 0; m < runnable.size(); ++m) {

@@ -1,12 +1,13 @@
 // CPU measurement of dataset records (issue 6): every record's transition is timed on the CPU
 // backend against its parent and against the root, in interleaved sessions
 // (backend::compare_interleaved), and the record's cost fields, speedups and label come from
-// those timings.
+// those timings. Timing follows the project's one policy (tune/runner.h: machine-wide lock,
+// recorded thread count, warm caches, sandboxed child).
 //
 // Determinism. Timings vary between runs, so a measurement is a fact recorded once, not
 // re-drawn: every comparison (program A vs program B under given measurement options) is kept
-// in a SQLite measurement store (default OUT/measurements.sqlite, or --measurements PATH) keyed
-// by content_hash(text of A, text of B, measurement options). A run, a resumed run (kill -9 +
+// in the SQLite measurement store (tune/database.h; default OUT/measurements.sqlite, or
+// --measurements PATH) keyed by (machine fingerprint, text of A, text of B, measurement options). A run, a resumed run (kill -9 +
 // rerun) or a run with another --jobs takes every comparison it finds in the store and only
 // measures the missing ones, so the output files are a deterministic function of (inputs,
 // options, seed, measurement store): two runs given the same store write identical bytes.
@@ -17,10 +18,7 @@
 // drop most), and compiling is the expensive part, so measurement runs after filtering, on the
 // kept records only (the filters see the model labels; the exported label is the measured one).
 //
-// Isolation. Kernels run in a forked child (from a fresh helper thread, as in
-// backend/cpu/sandbox.h) with an address-space limit; the child writes each result into shared
-// memory, so a crash or a timeout costs one comparison (its records are dropped and counted),
-// never the worker. The search itself still ranks and prunes with the analytic model
+// A crash or a timeout costs one comparison (its records are dropped and counted). The search itself still ranks and prunes with the analytic model
 // (search::model_cost), so the trajectories do not depend on timing noise.
 #pragma once
 
@@ -34,48 +32,11 @@
 
 #include "backend/measure/measure.h"
 #include "leir/ast.h"
-
-struct sqlite3;
+#include "tune/database.h"
 
 namespace steptp::dataset {
 
 struct GenerateOptions;
-
-class MeasurementStore {
- public:
-  explicit MeasurementStore(const std::string& path);  // throws std::runtime_error
-  ~MeasurementStore();
-  MeasurementStore(const MeasurementStore&) = delete;
-  MeasurementStore& operator=(const MeasurementStore&) = delete;
-
-  std::optional<nlohmann::json> get(const std::string& key);
-  // One transaction; an entry that is already stored (another worker was first) is kept.
-  void put_all(const std::vector<std::pair<std::string, nlohmann::json>>& entries);
-  int64_t size();
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-// Result of timing B against A (a = A's times, b = B's; speedup = median A / median B).
-struct PairResult {
-  bool ok = false;
-  std::string error;
-  backend::Comparison cmp;
-};
-
-struct PairMeasureStats {
-  int compiled = 0, compile_failed = 0, crashed = 0;
-  double compile_s = 0, measure_s = 0;
-};
-
-// Compiles every program (one batched compiler call) and times each pair (index of A, index of
-// B) with compare_interleaved in a sandboxed child. Inputs come from interp::generate_inputs
-// with `input_seed`. Never throws for a bad program: its pairs fail with a message.
-std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
-                                      const std::vector<std::pair<int, int>>& pairs,
-                                      const backend::MeasureOptions& mo, uint64_t input_seed,
-                                      double pair_timeout_s = 20.0, PairMeasureStats* stats = nullptr);
 
 struct MeasureStats {
   int pairs = 0;             // distinct comparisons the root's records need
@@ -98,7 +59,7 @@ std::string measurement_store_path(const GenerateOptions& o);
 // "label" follows the measured speedup over the parent (>= o.improve_threshold), the record's
 // parent_speedup_vs_root is measured too. Records whose comparisons failed are dropped
 // (`kept`, if given, gets one flag per input record).
-nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, MeasurementStore& store,
+nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, tune::MeasurementStore& store,
                                MeasureStats* stats = nullptr, std::vector<char>* kept = nullptr);
 
 struct MeasureSummary {

@@ -1,8 +1,6 @@
 // Timing of candidates and the machine's peaks (see timing.h).
 #include "reward/timing.h"
 
-#include <sys/file.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,8 +14,9 @@
 
 #include "backend/cpu/codegen.h"
 #include "backend/cpu/compiler.h"
-#include "dataset/measurement.h"
 #include "search/search.h"
+#include "tune/machine.h"
+#include "tune/runner.h"
 
 namespace steptp::reward {
 namespace {
@@ -66,18 +65,6 @@ backend::cpu::KernelFn compile_kernel(const char* code) {
   return r.kernel->fn;
 }
 
-std::string machine_id() {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  std::string model;
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  return fmt::format("{} | {} | {} cpus", host, model, std::thread::hardware_concurrency());
-}
 
 }  // namespace
 
@@ -85,7 +72,7 @@ MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent
                           const MeasureSettings& s) {
   MeasuredStep m;
   m.threads = s.options.threads;
-  auto res = dataset::measure_pairs({root, parent, candidate}, {{1, 2}, {0, 2}}, s.options, s.input_seed,
+  auto res = tune::measure_pairs({root, parent, candidate}, {{1, 2}, {0, 2}}, s.options, s.input_seed,
                                     s.pair_timeout_s);
   for (const auto& r : res)
     if (!r.ok) {
@@ -101,7 +88,7 @@ MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent
 
 MeasuredPair measure_pair(const leir::Program& a, const leir::Program& b, const MeasureSettings& s) {
   MeasuredPair m;
-  auto r = dataset::measure_pairs({a, b}, {{0, 1}}, s.options, s.input_seed, s.pair_timeout_s).front();
+  auto r = tune::measure_pairs({a, b}, {{0, 1}}, s.options, s.input_seed, s.pair_timeout_s).front();
   m.ok = r.ok;
   m.error = r.error;
   m.compiled = r.ok || r.error.rfind("compile:", 0) != 0;
@@ -143,13 +130,13 @@ json to_json(const backend::TimingStats& t) {
 
 MachinePeaks cached_peaks(const std::string& path, int threads) {
   namespace fs = std::filesystem;
-  const std::string id = machine_id();
+  const std::string id = tune::fingerprint(tune::this_machine(threads));
   json all = json::object();
   if (std::ifstream in(path); in) {
     all = json::parse(in, nullptr, false);
     if (!all.is_object()) all = json::object();
   }
-  const std::string key = fmt::format("{} | {} threads", id, threads);
+  const std::string& key = id;  // the fingerprint includes the thread count
   if (all.contains(key) && all[key].is_object()) {
     const auto& j = all[key];
     return {j.value("flops_per_s", 0.0), j.value("bytes_per_s", 0.0), threads};
@@ -171,22 +158,6 @@ double lower_bound_seconds(const leir::Program& p, const MachinePeaks& peaks) {
   double t_flops = peaks.flops_per_s > 0 ? flops / peaks.flops_per_s : 0;
   double t_bytes = peaks.bytes_per_s > 0 ? io_bytes / peaks.bytes_per_s : 0;
   return std::max(t_flops, t_bytes);
-}
-
-MachineLock::MachineLock(const std::string& path) {
-  std::string p = path;
-  if (p.empty()) {
-    const char* env = std::getenv("STEPTP_MEASURE_LOCK");
-    p = env && *env ? env : "/tmp/steptp-measure.lock";
-  }
-  fd_ = open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) throw std::runtime_error("cannot open the measurement lock " + p);
-  while (flock(fd_, LOCK_EX) != 0)
-    if (errno != EINTR) throw std::runtime_error("cannot lock " + p);
-}
-
-MachineLock::~MachineLock() {
-  if (fd_ >= 0) close(fd_);  // releases the lock
 }
 
 }  // namespace steptp::reward

@@ -1,7 +1,7 @@
-// The one place where the reward measures time (so the project's timing-policy runner can
-// replace it): a candidate is timed against its parent and against the root in interleaved
-// sessions (dataset::measure_pairs: one batched compile, a sandboxed measuring child with a
-// timeout), on fresh inputs, at an explicit thread count; and the machine's peak FLOP/s and
+// The one place where the reward measures time, through the project's one timing policy
+// (tune/runner.h): a candidate is timed against its parent and against the root in interleaved
+// sessions (tune::measure_pairs: one batched compile, a sandboxed measuring child with a
+// timeout, the machine-wide tune::TimingLock), on fresh inputs, at an explicit thread count; and the machine's peak FLOP/s and
 // memory bandwidth, measured once per machine by a small benchmark and cached in a file.
 #pragma once
 
@@ -54,24 +54,12 @@ nlohmann::json to_json(const MachinePeaks& p);
 // {"median_ms", "min_ms", "max_ms", "cv", "repeats"}.
 nlohmann::json to_json(const backend::TimingStats& t);
 // The peaks cached in `path` for this machine (host name, CPU model) and thread count, measured
-// and written (atomically) when absent. The caller holds the MachineLock.
+// and written (atomically) when absent. The caller holds the tune::TimingLock.
 MachinePeaks cached_peaks(const std::string& path, int threads);
 
 // The least time (seconds) the program can take on a machine with these peaks: its flops at
 // peak FLOP/s, or reading its inputs and writing its outputs once at peak bandwidth.
 double lower_bound_seconds(const leir::Program& p, const MachinePeaks& peaks);
 
-// A machine-wide lock (flock on a file), so measurements of all processes run one at a time.
-// Default file: $STEPTP_MEASURE_LOCK, else /tmp/steptp-measure.lock.
-class MachineLock {
- public:
-  explicit MachineLock(const std::string& path = {});
-  ~MachineLock();
-  MachineLock(const MachineLock&) = delete;
-  MachineLock& operator=(const MachineLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace steptp::reward

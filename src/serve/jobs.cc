@@ -22,6 +22,7 @@
 #include "search/search.h"
 #include "strategies/sampler.h"
 #include "strategies/strategy.h"
+#include "tune/timing_lock.h"
 #include "verify/verifier.h"
 
 namespace steptp::serve {
@@ -168,7 +169,7 @@ JobReply lower_ep(const json& req) {
 template <class F>
 auto with_machine(const Notify& notify, F&& f) {
   notify(Notice::WaitingForMachine, json::object());
-  reward::MachineLock lock;
+  tune::TimingLock lock;
   notify(Notice::HoldingMachine, json::object());
   return f();
 }

@@ -146,6 +146,11 @@ class Comparison {
   double worst_ratio_ = -1;
 };
 
+std::string runtime_message(const std::exception& e) {
+  if (auto* le = dynamic_cast<const leir::LeirError*>(&e)) return le->what();
+  return e.what();
+}
+
 // Share of finite elements over all outputs of the reference's run (1 when it has none).
 double finite_share(const leir::Program& a, const leir::TensorMap& out) {
   size_t finite = 0, total = 0;
@@ -159,9 +164,40 @@ double finite_share(const leir::Program& a, const leir::TensorMap& out) {
   return total ? static_cast<double>(finite) / static_cast<double>(total) : 1.0;
 }
 
-std::string runtime_message(const std::exception& e) {
-  if (auto* le = dynamic_cast<const leir::LeirError*>(&e)) return le->what();
-  return e.what();
+// Compares every output of A in one trial.
+void compare_trial(const leir::Program& a, const leir::TensorMap& out_a, const leir::TensorMap& out_b, int t,
+                   uint64_t seed, Comparison& cmp, VerifyReport& r) {
+  const double share = finite_share(a, out_a);
+  r.finite_share = std::max(r.finite_share, share);
+  if (share >= kEvidenceShare) ++r.evidential;
+  for (const auto& d : a.known) {
+    if (d.role != leir::Role::Output) continue;
+    auto xa = out_a.find(d.name);
+    auto xb = out_b.find(d.name);
+    if (xa == out_a.end() || xb == out_b.end() || xa->second.data.size() != xb->second.data.size()) {
+      r.error = fmt::format("trial {}: output {} is missing or mis-shaped", t, d.name);
+      cmp.fail();
+      return;
+    }
+    cmp.compare(d.name, xa->second, xb->second, d.dtype, t, seed);
+  }
+}
+
+// The verdict after the last trial: failed, inconclusive without evidence (LEIR.md §5), else
+// exact or reassociated.
+void conclude(const Comparison& cmp, VerifyReport& r) {
+  r.worst = cmp.worst();
+  if (cmp.failed()) return;
+  if (r.evidential == 0) {
+    r.verdict = Verdict::Inconclusive;
+    r.error = fmt::format(
+        "inconclusive: no trial gave evidence (at most {:.1f}% of the reference's output elements were finite on any "
+        "of the {} input sets; at least {:.0f}% are needed)",
+        100 * r.finite_share, r.trials, 100 * kEvidenceShare);
+    return;
+  }
+  r.equivalent = true;
+  r.verdict = cmp.exact() ? Verdict::Exact : Verdict::Reassoc;
 }
 
 // Runs both programs on the input sets produced by `inputs_for(trial)`.
@@ -215,35 +251,11 @@ VerifyReport run_trials(const leir::Program& a, const leir::Program& b, int tria
       r.worst = cmp.worst();
       return r;
     }
-    const double share = finite_share(a, out_a);
-    r.finite_share = std::max(r.finite_share, share);
-    if (share >= kEvidenceShare) ++r.evidential;
-    for (const auto& d : a.known) {
-      if (d.role != leir::Role::Output) continue;
-      auto xa = out_a.find(d.name);
-      auto xb = out_b.find(d.name);
-      if (xa == out_a.end() || xb == out_b.end() || xa->second.data.size() != xb->second.data.size()) {
-        r.error = fmt::format("trial {}: output {} is missing or mis-shaped", t, d.name);
-        cmp.fail();
-        break;
-      }
-      cmp.compare(d.name, xa->second, xb->second, d.dtype, t, seed);
-    }
+    compare_trial(a, out_a, out_b, t, seed, cmp, r);
     r.trials = t + 1;
     if (cmp.failed()) break;  // the worst element so far already proves inequivalence
   }
-  r.worst = cmp.worst();
-  if (cmp.failed()) return r;
-  if (r.evidential == 0) {
-    r.verdict = Verdict::Inconclusive;
-    r.error = fmt::format(
-        "inconclusive: no trial gave evidence (at most {:.1f}% of the reference's output elements were finite on any "
-        "of the {} input sets; at least {:.0f}% are needed)",
-        100 * r.finite_share, r.trials, 100 * kEvidenceShare);
-    return r;
-  }
-  r.equivalent = true;
-  r.verdict = cmp.exact() ? Verdict::Exact : Verdict::Reassoc;
+  conclude(cmp, r);
   return r;
 }
 
@@ -268,6 +280,20 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::v
     *seed = opts.seed;
     return input_sets[t];
   });
+}
+
+VerifyReport compare_outputs(const leir::Program& a,
+                             const std::vector<std::pair<leir::TensorMap, leir::TensorMap>>& outputs,
+                             const std::vector<uint64_t>& seeds, const VerifyOptions& opts) {
+  VerifyReport r;
+  Comparison cmp(opts);
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    compare_trial(a, outputs[t].first, outputs[t].second, int(t), t < seeds.size() ? seeds[t] : 0, cmp, r);
+    r.trials = int(t) + 1;
+    if (cmp.failed()) break;
+  }
+  conclude(cmp, r);
+  return r;
 }
 
 namespace {

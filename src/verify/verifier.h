@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "leir/ast.h"
@@ -94,6 +95,13 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const Verify
 // Caller-given inputs (e.g. the stored corpus inputs): one trial per input set.
 VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::vector<leir::TensorMap>& input_sets,
                     const VerifyOptions& opts = {});
+
+// Outputs computed elsewhere (e.g. compiled builds of A and B run on the same inputs, one pair
+// of output maps per trial; `seeds` names each trial's input seed): the same element rule and
+// classification as verify(). Only A's output declarations are compared.
+VerifyReport compare_outputs(const leir::Program& a,
+                             const std::vector<std::pair<leir::TensorMap, leir::TensorMap>>& outputs,
+                             const std::vector<uint64_t>& seeds, const VerifyOptions& opts = {});
 
 // Why the signatures differ, or empty when they are the same (names, roles, dtypes, shapes and
 // constant values; declaration order and aliases do not matter).

@@ -38,6 +38,7 @@ Budget budget(SizeClass s) {
     case SizeClass::Small:
       return {{2, 8}, {16, 64}, {8, 16}, {3, 8}, {12, 24}, {6, 10}, {32, 64}, {2, 8}, 1 << 18, 1 << 26};
     case SizeClass::Default:
+    case SizeClass::Bench:
       break;
   }
   return {{16, 128}, {256, 1024}, {64, 256}, {3, 32}, {32, 64}, {8, 16}, {128, 512}, {16, 64},

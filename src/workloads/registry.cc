@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "leir/ir_mutator.h"
+#include "workloads/bench_size.h"
 #include "workloads/workload.h"
 
 namespace steptp::workloads {
@@ -39,6 +40,7 @@ std::string_view to_string(SizeClass s) {
     case SizeClass::Tiny: return "tiny";
     case SizeClass::Small: return "small";
     case SizeClass::Default: return "default";
+    case SizeClass::Bench: return "bench";
   }
   return "?";
 }
@@ -47,6 +49,7 @@ std::optional<SizeClass> parse_size_class(std::string_view s) {
   if (s == "tiny") return SizeClass::Tiny;
   if (s == "small") return SizeClass::Small;
   if (s == "default") return SizeClass::Default;
+  if (s == "bench") return SizeClass::Bench;
   return std::nullopt;
 }
 
@@ -108,9 +111,12 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
   }
   interp::Rng rng(seed * 0x9E3779B97F4A7C15ull ^ name_hash(w.name));
   std::string last_error;
-  for (int attempt = 0; attempt < kMaxSampleTries; ++attempt) {
+  const int tries = size == SizeClass::Bench ? kBenchMaxDraws : kMaxSampleTries;
+  for (int attempt = 0; attempt < tries; ++attempt) {
     HyperValues hv;
-    if (w.sample) {
+    if (size == SizeClass::Bench) {
+      hv = draw_bench_hyper(w, rng);
+    } else if (w.sample) {
       hv = w.sample(size, rng);
     } else {
       for (const auto& p : w.params) {
@@ -120,6 +126,7 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
     }
     for (const auto& [name, value] : fixed) hv[name] = value;
     last_error = check_hyper(w, hv);
+    if (last_error.empty() && size == SizeClass::Bench) last_error = bench_window_miss(w.build(hv));
     if (last_error.empty()) return hv;
   }
   throw std::invalid_argument(fmt::format("{}: no {} hyper-parameters satisfy the constraints ({})",

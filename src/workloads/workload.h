@@ -22,7 +22,10 @@
 
 namespace steptp::workloads {
 
-enum class SizeClass : uint8_t { Tiny, Small, Default };
+// Tiny/Small/Default draw each hyper-parameter from its per-class range (HyperParam::by_size).
+// Bench (measurement-realistic shapes, see bench_size.h) draws from the wider range
+// [default lo, hi] until the naive program's estimated work falls in the bench window.
+enum class SizeClass : uint8_t { Tiny, Small, Default, Bench };
 std::string_view to_string(SizeClass s);
 std::optional<SizeClass> parse_size_class(std::string_view s);
 

@@ -148,49 +148,5 @@ TEST_F(Measured, ModelCostNeedsNoStore) {
   }
 }
 
-TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
-  auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
-  std::vector<leir::Program> progs = {
-      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
-      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
-      // 8 GB intermediate: allocation fails under the child's 4 GiB address-space limit.
-      parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
-            "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
-  };
-  backend::MeasureOptions mo;
-  mo.min_time_s = 0.001;
-  mo.max_time_s = 0.2;
-  mo.threads = 1;
-  PairMeasureStats st;
-  auto r = measure_pairs(progs, {{0, 1}, {0, 2}, {1, 0}}, mo, 7, 20.0, &st);
-  ASSERT_EQ(r.size(), 3u);
-  ASSERT_TRUE(r[0].ok) << r[0].error;
-  EXPECT_FALSE(r[1].ok);
-  EXPECT_FALSE(r[1].error.empty());
-  ASSERT_TRUE(r[2].ok) << r[2].error;  // the comparison after the failing one still runs
-  for (const auto* c : {&r[0].cmp, &r[2].cmp}) {
-    EXPECT_GT(c->a.median_ms, 0);
-    EXPECT_GT(c->b.median_ms, 0);
-    EXPECT_GE(c->a.repeats, 5);
-    EXPECT_NEAR(c->speedup, c->a.median_ms / c->b.median_ms, 1e-12);
-  }
-}
-
-TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
-  auto d = tmpdir("store");
-  fs::create_directories(d);
-  {
-    MeasurementStore s((d / "m.sqlite").string());
-    EXPECT_FALSE(s.get("k"));
-    s.put_all({{"k", json{{"v", 1}}}});
-    s.put_all({{"k", json{{"v", 2}}}, {"j", json{{"v", 3}}}});
-    EXPECT_EQ((*s.get("k"))["v"], 1);
-  }
-  MeasurementStore again((d / "m.sqlite").string());
-  EXPECT_EQ(again.size(), 2);
-  EXPECT_EQ((*again.get("j"))["v"], 3);
-  fs::remove_all(d);
-}
-
 }  // namespace
 }  // namespace steptp::dataset

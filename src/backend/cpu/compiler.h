@@ -81,6 +81,8 @@ class KernelCompiler {
   const std::string& cache_dir() const { return dir_; }
   CompilerStats stats() const;
   std::string key_of(const std::string& code) const;
+  // Compiler version, flags and prelude: what makes the same code compile to the same kernel.
+  const std::string& identity() const { return identity_; }
 
  private:
   using Keyed = std::vector<std::pair<std::string, std::string>>;  // (key, code)

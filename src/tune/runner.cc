@@ -1,0 +1,236 @@
+// Sandboxed, interleaved, machine-locked timing.
+#include "tune/runner.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/compiler.h"
+#include "backend/cpu/cpu_program.h"
+#include "backend/cpu/sandbox.h"
+#include "interp/inputs.h"
+#include "tune/machine.h"
+#include "tune/timing_lock.h"
+
+namespace steptp::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+// ---- sandboxed timing ----
+// One comparison's result, written by the measuring child into shared memory.
+struct Slot {
+  int32_t status;  // 0 pending, 1 ok, 2 failed
+  int32_t repeats_a, repeats_b;
+  double a[4], b[4];  // median, min, max, cv
+  char message[160];
+};
+struct Shared {
+  std::atomic<int32_t> current;  // index of the comparison the child is working on
+  Slot slots[1];
+};
+
+void set_message(Slot& s, const std::string& m) {
+  std::snprintf(s.message, sizeof s.message, "%s", m.c_str());
+}
+
+void put_stats(double* d, const backend::TimingStats& t) {
+  d[0] = t.median_ms;
+  d[1] = t.min_ms;
+  d[2] = t.max_ms;
+  d[3] = t.cv;
+}
+backend::TimingStats get_stats(const double* d, int repeats) {
+  backend::TimingStats t;
+  t.median_ms = d[0];
+  t.min_ms = d[1];
+  t.max_ms = d[2];
+  t.cv = d[3];
+  t.repeats = repeats;
+  return t;
+}
+
+// Body of the measuring child: comparisons [start, n) in order.
+[[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::pair<int, int>>& pairs,
+                             const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& progs,
+                             const std::vector<std::string>& build_errors, const backend::MeasureOptions& mo,
+                             uint64_t input_seed) {
+  std::map<int, std::unique_ptr<backend::cpu::KernelBuffers>> bound;
+  auto buffers = [&](int i) -> backend::cpu::KernelBuffers& {
+    auto it = bound.find(i);
+    if (it == bound.end())
+      it = bound.emplace(i, progs[size_t(i)]->bind(interp::generate_inputs(progs[size_t(i)]->program(), input_seed)))
+               .first;
+    return *it->second;
+  };
+  for (size_t k = start; k < pairs.size(); ++k) {
+    sh->current.store(int32_t(k));
+    Slot& s = sh->slots[k];
+    auto [ia, ib] = pairs[k];
+    if (!progs[size_t(ia)] || !progs[size_t(ib)]) {
+      set_message(s, "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
+      s.status = 2;
+      continue;
+    }
+    try {
+      auto& pa = *progs[size_t(ia)];
+      auto& pb = *progs[size_t(ib)];
+      auto& ba = buffers(ia);
+      auto& bb = buffers(ib);
+      auto c = backend::compare_interleaved([&] { pa.run(ba); }, [&] { pb.run(bb); }, mo);
+      put_stats(s.a, c.a);
+      put_stats(s.b, c.b);
+      s.repeats_a = c.a.repeats;
+      s.repeats_b = c.b.repeats;
+      s.status = 1;
+    } catch (const std::exception& e) {
+      set_message(s, std::string("run: ") + e.what());
+      s.status = 2;
+    }
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+// ---- timing ----
+std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
+                                      const std::vector<std::pair<int, int>>& pairs,
+                                      const backend::MeasureOptions& mo, uint64_t input_seed, double pair_timeout_s,
+                                      PairMeasureStats* stats) {
+  std::vector<PairResult> out(pairs.size());
+  PairMeasureStats local;
+  PairMeasureStats& st = stats ? *stats : local;
+  if (pairs.empty()) return out;
+  // Only the programs some pair uses, one batched compile.
+  std::vector<char> used(programs.size(), 0);
+  for (auto [a, b] : pairs) used[size_t(a)] = used[size_t(b)] = 1;
+  std::vector<leir::Program> todo;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < programs.size(); ++i)
+    if (used[i]) todo.push_back(programs[i]), which.push_back(i);
+  auto tc = Clock::now();
+  std::vector<backend::cpu::CpuBuildResult> built;
+  try {
+    built = backend::cpu::build_cpu_programs(todo);
+  } catch (const std::exception& e) {
+    built.assign(todo.size(), {nullptr, e.what()});
+  }
+  st.compile_s += secs(tc);
+  std::vector<std::shared_ptr<const backend::cpu::CpuProgram>> progs(programs.size());
+  std::vector<std::string> errors(programs.size());
+  for (size_t k = 0; k < which.size(); ++k) {
+    progs[which[k]] = built[k].program;
+    errors[which[k]] = built[k].error.substr(0, 120);
+    (built[k].program ? st.compiled : st.compile_failed)++;
+  }
+
+  auto tm = Clock::now();
+  size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
+  std::memset(mem, 0, bytes);
+  Shared* sh = static_cast<Shared*>(mem);
+  TimingLock machine_wide;
+  size_t start = 0;
+  while (start < pairs.size()) {
+    sh->current.store(int32_t(start));
+    pid_t pid = backend::cpu::fork_limited(int64_t{4} << 30,
+                                           [&] { child_main(sh, start, pairs, progs, errors, mo, input_seed); });
+    if (pid < 0) {
+      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
+      break;
+    }
+    int status = 0;
+    int32_t seen = -1;
+    auto since = Clock::now();
+    bool timed_out = false;
+    auto sleep = std::chrono::microseconds(100);
+    while (true) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid || (w < 0 && errno != EINTR)) break;
+      int32_t cur = sh->current.load();
+      if (cur != seen) seen = cur, since = Clock::now(), sleep = std::chrono::microseconds(100);
+      if (secs(since) > pair_timeout_s) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+    }
+    size_t cur = size_t(sh->current.load());
+    if (cur < pairs.size() && sh->slots[cur].status == 0) {
+      // The child died on comparison `cur`: it fails, the rest continue in a new child.
+      std::string why = timed_out ? fmt::format("timed out after {:.3g} s", pair_timeout_s)
+                        : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
+                                              : fmt::format("measuring child exited with status {}",
+                                                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      set_message(sh->slots[cur], why);
+      sh->slots[cur].status = 2;
+      st.crashed++;
+    }
+    start = pairs.size();
+    for (size_t k = 0; k < pairs.size(); ++k)
+      if (sh->slots[k].status == 0) {
+        start = k;
+        break;
+      }
+  }
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const Slot& s = sh->slots[k];
+    PairResult& r = out[k];
+    r.ok = s.status == 1;
+    if (!r.ok) {
+      r.error = s.message[0] ? s.message : "not measured";
+      continue;
+    }
+    r.cmp.a = get_stats(s.a, s.repeats_a);
+    r.cmp.b = get_stats(s.b, s.repeats_b);
+    r.cmp.speedup = r.cmp.b.median_ms > 0 ? r.cmp.a.median_ms / r.cmp.b.median_ms : 1;
+  }
+  munmap(mem, bytes);
+  st.measure_s += secs(tm);
+  return out;
+}
+
+bool clears_noise(const backend::Comparison& c) {
+  if (c.a.repeats < 1 || c.b.repeats < 1) return false;
+  double se = std::sqrt(c.a.cv * c.a.cv / c.a.repeats + c.b.cv * c.b.cv / c.b.repeats);
+  return c.speedup > 1 + std::max(0.02, 2 * se);
+}
+
+CpuRunner::CpuRunner(backend::MeasureOptions mo, uint64_t input_seed) : mo_(mo), input_seed_(input_seed) {
+  Machine m = this_machine(mo_.threads);
+  mo_.threads = m.threads;
+  identity_ = fingerprint(m) + ";" +
+              nlohmann::json{{"min_time_s", mo_.min_time_s}, {"min_repeats", mo_.min_repeats}, {"max_time_s", mo_.max_time_s},
+                             {"warmup", mo_.warmup}, {"stable_rel", mo_.stable_rel}, {"flush", mo_.flush_cache},
+                             {"input_seed", input_seed_}}
+                  .dump();
+}
+
+std::string CpuRunner::identity() const { return identity_; }
+
+std::vector<PairResult> CpuRunner::run(const std::vector<leir::Program>& programs,
+                                       const std::vector<std::pair<int, int>>& pairs) {
+  return measure_pairs(programs, pairs, mo_, input_seed_, 10.0 + 4 * mo_.max_time_s, &stats_);
+}
+
+}  // namespace steptp::tune

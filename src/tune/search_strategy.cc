@@ -1,0 +1,122 @@
+#include "tune/search_strategy.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "leir/program_io.h"
+#include "leir/validate.h"
+#include "search/search.h"
+#include "strategies/sampler.h"
+
+namespace steptp::tune {
+
+EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, SearchOptions o)
+    : machine_(m), o_(o) {
+  Node r;
+  r.text = leir::program_to_text(root, false);
+  r.x = extract_features(root, machine_);
+  r.program = std::move(root);
+  r.state = Node::State::Measured;  // speedup 1 over itself by definition
+  seen_.push_back({search::program_hash(r.program), 0});
+  nodes_.push_back(std::move(r));
+}
+
+void EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) {
+  stats_.candidates++;
+  uint64_t h = search::program_hash(p);
+  auto it = std::lower_bound(seen_.begin(), seen_.end(), std::make_pair(h, -1));
+  if (it != seen_.end() && it->first == h) {
+    stats_.duplicates++;
+    return;
+  }
+  Node n;
+  try {
+    leir::validate(p);  // throws on an invalid program
+    n.x = extract_features(p, machine_);
+  } catch (const std::exception&) {
+    stats_.invalid++;
+    return;
+  }
+  n.trace = nodes_[size_t(parent)].trace;
+  n.trace.push_back(std::move(step));
+  n.text = leir::program_to_text(p, false);
+  n.program = std::move(p);
+  n.parent = parent;
+  seen_.insert(it, {h, int(nodes_.size())});
+  nodes_.push_back(std::move(n));
+}
+
+void EvolutionarySearch::expand(int node, uint64_t seed) {
+  stats_.expanded++;
+  nodes_[size_t(node)].expanded = true;
+  if (int(nodes_[size_t(node)].trace.size()) >= o_.max_depth) return;
+  const leir::Program p = nodes_[size_t(node)].program;  // copy: nodes_ grows below
+  const auto& all = strategies::all_strategies();
+  for (size_t si = 0; si < all.size(); ++si) {
+    const auto& s = *all[si];
+    uint64_t sseed = strategies::mix_seed(seed, si);
+    try {
+      auto sites = s.sites(p);
+      for (size_t i : strategies::choose_indices(sites.size(), size_t(o_.sites_per_strategy), sseed)) {
+        auto space = s.param_space(p, sites[i]);
+        for (size_t k : strategies::choose_indices(space.size(), size_t(o_.params_per_site),
+                                                   strategies::mix_seed(sseed, i + 1))) {
+          auto c = s.apply(p, sites[i], space[k]);
+          if (!c) continue;
+          add_child(node, TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, space[k]},
+                    std::move(c->program));
+        }
+      }
+    } catch (const std::exception&) {
+      stats_.invalid++;  // a strategy that cannot analyse this program contributes nothing
+    }
+  }
+}
+
+std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limit) {
+  const uint64_t rseed = strategies::mix_seed(o_.seed, uint64_t(round_));
+  // Predictions of every node (measured ones rank sources by their measurement instead).
+  auto predict_all = [&] {
+    std::vector<Features> x;
+    for (const auto& n : nodes_) x.push_back(n.x);
+    return model.predict(x);
+  };
+  std::vector<double> pred = predict_all();
+  // 1. Sources.
+  std::vector<int> measured, open;
+  for (int i = 0; i < int(nodes_.size()); ++i) {
+    if (nodes_[size_t(i)].state == Node::State::Measured) measured.push_back(i);
+    else if (nodes_[size_t(i)].state == Node::State::Open && !nodes_[size_t(i)].expanded) open.push_back(i);
+  }
+  std::stable_sort(measured.begin(), measured.end(),
+                   [&](int a, int b) { return nodes_[size_t(a)].log2_speedup > nodes_[size_t(b)].log2_speedup; });
+  std::stable_sort(open.begin(), open.end(), [&](int a, int b) { return pred[size_t(a)] > pred[size_t(b)]; });
+  std::vector<int> sources(measured.begin(), measured.begin() + std::min<long>(o_.sources, long(measured.size())));
+  if (round_ > 0)  // in round 0 only the root exists
+    sources.insert(sources.end(), open.begin(), open.begin() + std::min<long>(o_.lookahead, long(open.size())));
+  for (int s : sources) expand(s, strategies::mix_seed(rseed, uint64_t(s)));
+  round_++;
+  // 2. Selection among open nodes.
+  pred = predict_all();
+  std::vector<int> pool;
+  for (int i = 0; i < int(nodes_.size()); ++i)
+    if (nodes_[size_t(i)].state == Node::State::Open) pool.push_back(i);
+  std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return pred[size_t(a)] > pred[size_t(b)]; });
+  int exploit = std::max(0, std::min(limit, o_.per_round) - o_.explore);
+  std::vector<int> chosen(pool.begin(), pool.begin() + std::min<long>(exploit, long(pool.size())));
+  std::vector<int> rest(pool.begin() + long(chosen.size()), pool.end());
+  int room = std::min(limit, o_.per_round) - int(chosen.size());
+  for (size_t k : strategies::choose_indices(rest.size(), size_t(std::max(0, room)), strategies::mix_seed(rseed, 0xe7)))
+    chosen.push_back(rest[k]);
+  for (int c : chosen) nodes_[size_t(c)].state = Node::State::Selected;
+  return chosen;
+}
+
+void EvolutionarySearch::set_measured(int node, double log2_speedup) {
+  nodes_[size_t(node)].state = Node::State::Measured;
+  nodes_[size_t(node)].log2_speedup = log2_speedup;
+}
+
+void EvolutionarySearch::set_failed(int node) { nodes_[size_t(node)].state = Node::State::Failed; }
+
+}  // namespace steptp::tune

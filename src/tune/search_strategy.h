@@ -1,0 +1,82 @@
+// The tuner's search over strategy steps: evolutionary expansion of step sequences, ranked by
+// the cost model, with measurement in the loop (the loop itself is tune/tuner.h).
+//
+// Every program reached is a Node: its trace from the root, the program, its features. A round
+//  1. expands sources — the `sources` best measured nodes (re-expanded each round with a fresh
+//     seed: new sites and parameters) and the `lookahead` best *unmeasured* nodes by prediction
+//     (expanded once): every registered strategy, up to `sites_per_strategy` sites each and
+//     `params_per_site` parameter choices per site, drawn from the round's seed. Expanding
+//     unmeasured nodes is what reaches enabling sequences (split → vectorize, tile → reorder →
+//     parallelize) whose first step is not faster on its own: the model ranks the grandchild,
+//     not the step.
+//  2. ranks every unmeasured node with the model and picks the `per_round - explore` best plus
+//     `explore` seeded random ones (exploration: the model learns where it is wrong).
+// Duplicates (same program bytes) are kept once, at the shortest trace found first. Every
+// choice comes from the seed and deterministic orders; ties break by node index.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leir/ast.h"
+#include "tune/cost_model.h"
+#include "tune/feature_extractor.h"
+#include "tune/trace.h"
+
+namespace steptp::tune {
+
+struct SearchOptions {
+  uint64_t seed = 0;
+  int per_round = 8;
+  int explore = 2;
+  int sources = 3;
+  int lookahead = 4;
+  int sites_per_strategy = 3;
+  int params_per_site = 3;
+  int max_depth = 16;
+};
+
+struct Node {
+  Trace trace;
+  leir::Program program;
+  std::string text;  // canonical text (store keys, dedup)
+  int parent = -1;
+  Features x{};
+  enum class State : uint8_t { Open, Selected, Measured, Failed } state = State::Open;
+  double log2_speedup = 0;  // measured, vs the root (Measured only)
+  bool expanded = false;
+};
+
+struct SearchStats {
+  int expanded = 0, candidates = 0, duplicates = 0, invalid = 0;
+};
+
+class EvolutionarySearch {
+ public:
+  EvolutionarySearch(leir::Program root, const Machine& m, SearchOptions o);
+
+  // One round's expansion then selection; returns node indices to measure (at most `limit`),
+  // empty when nothing is left to try.
+  std::vector<int> next_round(const CostModel& model, int limit);
+  // Results of the selected nodes: measured (log2 speedup vs root) or failed.
+  void set_measured(int node, double log2_speedup);
+  void set_failed(int node);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const SearchStats& stats() const { return stats_; }
+  int round() const { return round_; }
+
+ private:
+  void expand(int node, uint64_t seed);
+  void add_child(int parent, TraceStep step, leir::Program p);
+
+  Machine machine_;
+  SearchOptions o_;
+  std::vector<Node> nodes_;
+  std::vector<std::pair<uint64_t, int>> seen_;  // (program hash, node), sorted: dedup
+  SearchStats stats_;
+  int round_ = 0;
+};
+
+}  // namespace steptp::tune

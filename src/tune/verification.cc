@@ -1,0 +1,92 @@
+#include "tune/verification.h"
+
+#include "backend/cpu/cpu_program.h"
+#include "backend/cpu/sandbox.h"
+#include "interp/inputs.h"
+#include "workloads/bench_size.h"
+
+namespace steptp::tune {
+namespace {
+constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfile::Ordinary,
+                                                             interp::InputProfile::ScaledUp};
+}  // namespace
+
+RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(root)), seed_(seed) {
+  method_ = workloads::statement_instances(root_) <= kInterpreterInstances ? "interpreter" : "compiled-f64";
+  if (method_ == "interpreter") return;
+  for (int t = 0; t < kCompiledTrials; ++t)
+    inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), kProfiles[t]));
+  std::vector<std::string> errors;
+  root_outputs_ = std::move(run_f64({&root_}, &errors).front());
+  root_error_ = errors.front();
+}
+
+std::vector<std::optional<std::vector<leir::TensorMap>>> RootVerifier::run_f64(
+    const std::vector<const leir::Program*>& ps, std::vector<std::string>* errors) const {
+  backend::cpu::CpuCodegenOptions o;
+  o.all_f64 = true;
+  std::vector<leir::Program> programs;
+  for (const auto* p : ps) programs.push_back(*p);
+  auto built = backend::cpu::build_cpu_programs(programs, o);
+  std::vector<std::optional<std::vector<leir::TensorMap>>> out(ps.size());
+  errors->assign(ps.size(), "");
+  backend::cpu::SandboxLimits limits;
+  limits.time_limit_s = 120;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (!built[i].program) {
+      (*errors)[i] = "f64 build: " + built[i].error.substr(0, 300);
+      continue;
+    }
+    std::vector<leir::TensorMap> outs;
+    for (const auto& in : inputs_) {
+      auto r = backend::cpu::run_sandboxed(*built[i].program, in, limits);
+      if (r.status != backend::cpu::RunStatus::Ok) {
+        (*errors)[i] = "f64 run: " + std::string(backend::cpu::to_string(r.status)) + " " + r.message;
+        break;
+      }
+      outs.push_back(std::move(r.outputs));
+    }
+    if ((*errors)[i].empty()) out[i] = std::move(outs);
+  }
+  return out;
+}
+
+std::vector<Verification> RootVerifier::check(const std::vector<const leir::Program*>& candidates) {
+  std::vector<Verification> v(candidates.size());
+  std::vector<const leir::Program*> to_run;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    v[i].method = method_;
+    if (method_ == "interpreter") {
+      v[i].report = verify::verify(root_, *candidates[i], verify::VerifyOptions{.trials = 2, .seed = seed_});
+    } else if (!root_outputs_) {
+      v[i].report.error = "the root's " + root_error_;
+      v[i].report.invalid_reference = true;
+    } else if (auto diff = verify::signature_difference(root_, *candidates[i]); !diff.empty()) {
+      v[i].report.error = "different signatures: " + diff;
+    } else {
+      to_run.push_back(candidates[i]);
+      which.push_back(i);
+    }
+  }
+  std::vector<std::string> errors;
+  auto outs = to_run.empty() ? decltype(run_f64({}, &errors)){} : run_f64(to_run, &errors);
+  for (size_t k = 0; k < which.size(); ++k) {
+    auto& r = v[which[k]].report;
+    if (!outs[k]) {
+      r.error = errors[k];
+      continue;
+    }
+    std::vector<std::pair<leir::TensorMap, leir::TensorMap>> pairs;
+    std::vector<uint64_t> seeds;
+    for (int t = 0; t < kCompiledTrials; ++t) {
+      pairs.push_back({(*root_outputs_)[size_t(t)], (*outs[k])[size_t(t)]});
+      seeds.push_back(verify::trial_seed(seed_, t));
+    }
+    r = verify::compare_outputs(root_, pairs, seeds);
+  }
+  for (auto& x : v) x.verified = x.report.equivalent;
+  return v;
+}
+
+}  // namespace steptp::tune

@@ -1,0 +1,65 @@
+// Every candidate the tuner measures is verified against its root first; only `equivalent`
+// counts (anything else — failed, or a verdict the verifier cannot reach — is "not verified" and
+// the candidate is dropped).
+//
+// Small programs (root at most kInterpreterInstances statement instances) go through the
+// reference interpreter: verify::verify, the meaning of LEIR. At bench shapes the interpreter
+// needs seconds per candidate, so root and candidate are compiled as f64 builds (every float
+// tensor stored and computed in double: CpuCodegenOptions::all_f64), run in a sandbox on the same
+// seeded inputs (kCompiledTrials input profiles, as verify() draws them), and their outputs
+// compared by verify::compare_outputs with the verifier's own element rule and the declared
+// dtype's tolerance.
+//
+// What that proves: the CPU backend is itself checked against the interpreter (tests/backend:
+// every workload and a seeded sample of strategy results, f64 builds, element for element), so a
+// candidate whose f64 build matches the root's f64 build on these inputs computes what the root
+// computes on them, up to reassociation in double — a far tighter bound than the f32 tolerance it
+// is held to. It is still a test on sampled inputs, as verify() is, not a proof for all inputs;
+// and it checks the transformation (subscripts, bounds, tiling edges, reductions) at the very
+// shapes that are timed, which the interpreter at tiny shapes would not.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "leir/ast.h"
+#include "leir/values.h"
+#include "verify/verifier.h"
+
+namespace steptp::tune {
+
+inline constexpr int64_t kInterpreterInstances = int64_t{1} << 21;
+inline constexpr int kCompiledTrials = 2;
+
+struct Verification {
+  bool verified = false;
+  std::string method;  // "interpreter" or "compiled-f64"
+  verify::VerifyReport report;
+};
+
+// Verifies candidates against one root; the root's f64 outputs are computed once.
+class RootVerifier {
+ public:
+  RootVerifier(leir::Program root, uint64_t seed);
+  // One verdict per candidate; the compiled path builds all candidates in one compiler batch.
+  std::vector<Verification> check(const std::vector<const leir::Program*>& candidates);
+  const std::string& method() const { return method_; }
+
+ private:
+  // Compiled f64 outputs per trial of each program, or an error message.
+  std::vector<std::optional<std::vector<leir::TensorMap>>> run_f64(const std::vector<const leir::Program*>& ps,
+                                                                   std::vector<std::string>* errors) const;
+
+  leir::Program root_;
+  uint64_t seed_;
+  std::string method_;
+  std::vector<leir::TensorMap> inputs_;
+  std::optional<std::vector<leir::TensorMap>> root_outputs_;
+  std::string root_error_;
+};
+
+}  // namespace steptp::tune

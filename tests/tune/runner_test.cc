@@ -1,0 +1,84 @@
+// The timing policy (tune/runner.h) and the measurement store (tune/database.h).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "leir/program_io.h"
+#include "tune/database.h"
+#include "tune/runner.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::tune {
+namespace {
+
+TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
+  auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
+  std::vector<leir::Program> progs = {
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
+      // 8 GB intermediate: allocation fails under the child's 4 GiB address-space limit.
+      parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
+            "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
+  };
+  backend::MeasureOptions mo;
+  mo.min_time_s = 0.001;
+  mo.max_time_s = 0.2;
+  mo.threads = 1;
+  PairMeasureStats st;
+  auto r = measure_pairs(progs, {{0, 1}, {0, 2}, {1, 0}}, mo, 7, 20.0, &st);
+  ASSERT_EQ(r.size(), 3u);
+  ASSERT_TRUE(r[0].ok) << r[0].error;
+  EXPECT_FALSE(r[1].ok);
+  EXPECT_FALSE(r[1].error.empty());
+  ASSERT_TRUE(r[2].ok) << r[2].error;  // the comparison after the failing one still runs
+  for (const auto* c : {&r[0].cmp, &r[2].cmp}) {
+    EXPECT_GT(c->a.median_ms, 0);
+    EXPECT_GT(c->b.median_ms, 0);
+    EXPECT_GE(c->a.repeats, 5);
+    EXPECT_NEAR(c->speedup, c->a.median_ms / c->b.median_ms, 1e-12);
+  }
+}
+
+TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
+  auto d = fs::temp_directory_path() / fmt::format("steptp-database-test-{}", getpid());
+  fs::create_directories(d);
+  {
+    MeasurementStore s((d / "m.sqlite").string());
+    EXPECT_FALSE(s.get("k"));
+    s.put_all({{"k", json{{"v", 1}}}});
+    s.put_all({{"k", json{{"v", 2}}}, {"j", json{{"v", 3}}}});
+    EXPECT_EQ((*s.get("k"))["v"], 1);
+  }
+  MeasurementStore again((d / "m.sqlite").string());
+  EXPECT_EQ(again.size(), 2);
+  EXPECT_EQ((*again.get("j"))["v"], 3);
+  fs::remove_all(d);
+}
+
+TEST(NoiseRule, NeedsTheRatioToClearBothTimingsNoise) {
+  backend::Comparison c;
+  c.a = {.median_ms = 10, .cv = 0.01, .repeats = 10};
+  c.b = {.median_ms = 9.5, .cv = 0.01, .repeats = 10};
+  c.speedup = 10 / 9.5;
+  EXPECT_TRUE(clears_noise(c));  // 5 % faster, standard error 0.45 %
+  c.b.cv = c.a.cv = 0.2;         // standard error 8.9 %: 5 % is noise
+  EXPECT_FALSE(clears_noise(c));
+  c.a.cv = c.b.cv = 0;
+  c.speedup = 1.015;             // under the 2 % floor
+  EXPECT_FALSE(clears_noise(c));
+}
+
+TEST(MeasurementKey, DependsOnEveryPartAndItsBoundaries) {
+  EXPECT_EQ(measurement_key({"a", "b"}), measurement_key({"a", "b"}));
+  EXPECT_NE(measurement_key({"a", "b"}), measurement_key({"ab", ""}));
+  EXPECT_NE(measurement_key({"m1", "a"}), measurement_key({"m2", "a"}));
+}
+
+}  // namespace
+}  // namespace steptp::tune

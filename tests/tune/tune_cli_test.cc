@@ -1,0 +1,142 @@
+// `steptp tune` end to end with the real CPU runner: a run killed mid-way resumes and its files
+// equal a rerun on its final store; bad options and unreadable files are clear errors.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "leir/program_io.h"
+#include "tune/database.h"
+#include "tune/trace.h"
+#include "verify/verifier.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::tune {
+namespace {
+
+fs::path tmp(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("steptp_tune_cli_test_" + std::to_string(getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+Run run(const std::string& args) {
+  std::string cmd = std::string(STEPTP_EXE) + " " + args + " 2>&1";
+  Run r;
+  FILE* f = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  int st = pclose(f);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+fs::path write_root(const fs::path& dir) {
+  fs::path p = dir / "root.leir";
+  std::ofstream(p) << "name scale\ninput A: f32[64,256]\noutput C: f32[64,256]\n"
+                      "B^{64}_{tx=0}L^{256}_{a=0}[C^{f32,g}_{tx,a}=A^{f32,g}_{tx,a}*3+exp(A^{f32,g}_{tx,a});];\n";
+  return p;
+}
+
+TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
+  auto dir = tmp("resume");
+  auto root = write_root(dir);
+  const std::string args = root.string() + " --trials 10 --seed 5 --threads 1 --out ";
+  // Start, wait until some measurements are stored, kill -9.
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    std::string out = (dir / "a").string(), file = root.string();
+    execl(STEPTP_EXE, STEPTP_EXE, "tune", file.c_str(), "--trials", "10", "--seed", "5", "--threads", "1", "--out",
+          out.c_str(), nullptr);
+    _exit(127);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  bool killed = false;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(300)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // finished before we could kill it
+    if (!fs::exists(dir / "a" / "measurements.sqlite")) continue;
+    try {
+      if (MeasurementStore(((dir / "a" / "measurements.sqlite")).string()).size() >= 3) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        killed = true;
+        break;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  auto resumed = run("tune " + args + (dir / "a").string());
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  // A fresh folder given a copy of the final store: identical files.
+  fs::create_directories(dir / "b");
+  fs::copy_file(dir / "a" / "measurements.sqlite", dir / "b" / "measurements.sqlite");
+  auto rerun = run("tune " + args + (dir / "b").string());
+  ASSERT_EQ(rerun.code, 0) << rerun.out;
+  for (const char* f : {"best.json", "trajectory.json", "result.json"})
+    EXPECT_EQ(slurp(dir / "a" / f), slurp(dir / "b" / f)) << f << (killed ? " (after a kill)" : "");
+  // The result is real: the best program verifies against the root and the trace replays to it.
+  auto result = json::parse(slurp(dir / "a" / "result.json"));
+  EXPECT_EQ(result["trials_measured"], 10);
+  EXPECT_GT(result["root_time_s"].get<double>(), 0);
+  leir::Program rootp = leir::read_programs(root.string()).front();
+  leir::Program best = leir::read_programs((dir / "a" / "best.json").string()).front();
+  EXPECT_TRUE(verify::verify(rootp, best, verify::VerifyOptions{.trials = 2}).equivalent);
+  Trace t;
+  for (const auto& s : json::parse(slurp(dir / "a" / "trajectory.json"))) t.push_back(step_from_json(s));
+  EXPECT_EQ(leir::program_to_text(replay(rootp, t), false), leir::program_to_text(best, false));
+}
+
+TEST(TuneCli, BadOptionsAndFilesAreClearErrors) {
+  auto dir = tmp("bad");
+  auto root = write_root(dir);
+  auto r = run("tune " + (dir / "missing.leir").string() + " --out " + (dir / "o").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("missing.leir"), std::string::npos) << r.out;
+  r = run("tune " + root.string() + " --trials 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--trials"), std::string::npos) << r.out;
+  r = run("tune " + root.string() + " --trials many");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = run("tune " + root.string() + " --bogus");
+  EXPECT_EQ(r.code, 2) << r.out;
+  std::ofstream(dir / "broken.leir") << "input A: f32[4]\noutput C: f32[4]\nL^{4}_{a=0}[C^{f32,g}_{a}=A^{f32,g}_{q};];\n";
+  r = run("tune " + (dir / "broken.leir").string() + " --out " + (dir / "o").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("broken.leir:3:"), std::string::npos) << r.out;
+  std::ofstream(dir / "file") << "x";
+  r = run("tune " + root.string() + " --out " + (dir / "file").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("cannot create output folder"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace steptp::tune
