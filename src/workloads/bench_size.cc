@@ -67,7 +67,7 @@ HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng) {
   };
   double lo = -24, hi = 24;
   HyperValues hv = at(0);
-  for (int i = 0; i < 48 && !sizes.empty(); ++i) {
+  while (hi - lo > 1.0 / 64 && !sizes.empty()) {  // 2^(1/64): finer than integer rounding
     double mid = 0.5 * (lo + hi);
     hv = at(mid);
     int64_t n = work(hv);

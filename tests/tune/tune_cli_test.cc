@@ -94,6 +94,7 @@ TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
     } catch (const std::exception&) {
     }
   }
+  EXPECT_TRUE(killed) << "the run ended before it could be killed";
   auto resumed = run("tune " + args + (dir / "a").string());
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   // A fresh folder given a copy of the final store: identical files.

