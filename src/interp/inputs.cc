@@ -145,7 +145,8 @@ leir::TensorMap generate_inputs(const leir::Program& p, uint64_t seed, InputProf
   auto gathers = gather_ranges(p, table);
   leir::TensorMap out;
   for (const auto& d : p.known) {
-    if (d.role != leir::Role::Input && d.role != leir::Role::Param) continue;
+    // Params that carry their values in the signature (LEIR.md §1) are not generated.
+    if ((d.role != leir::Role::Input && d.role != leir::Role::Param) || d.value) continue;
     Rng rng(seed ^ fnv1a(d.name));
     rng.next();
     leir::TensorValue v;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "leir/ast.h"
 #include "leir/types.h"
 
 namespace steptp::leir {
@@ -26,5 +27,9 @@ using TensorMap = std::map<std::string, TensorValue>;
 TensorMap values_from_json(const nlohmann::json& j, const std::string& file = {});
 nlohmann::json values_to_json(const TensorMap& values);
 TensorMap read_values_file(const std::string& path);
+
+// Values files may key a known tensor by its name or by its alias (LEIR.md §1): returns `values`
+// keyed by name. Throws LeirError when one tensor is given under both names.
+TensorMap key_by_name(const Program& p, TensorMap values, const std::string& file = {});
 
 }  // namespace steptp::leir
