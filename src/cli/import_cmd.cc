@@ -4,12 +4,12 @@
 // mismatch; the message names the node, op and attribute), 2 usage errors.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "import/onnx_import.h"
 #include "leir/program_io.h"
 
@@ -76,13 +76,7 @@ RegisterCommand reg{{"import", "import an ONNX model as one LEIR program", [](CL
       std::cerr << e.what() << "\n";
       return 1;
     }
-    std::string text = leir::program_to_json(p).dump() + "\n";
-    if (o->out.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream f(o->out);
-      if (!(f << text)) throw std::runtime_error(fmt::format("cannot write {}", o->out));
-    }
+    write_result(o->out, leir::program_to_json(p).dump() + "\n");
     return 0;
   };
 }}};

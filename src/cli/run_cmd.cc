@@ -4,7 +4,6 @@
 // 1 invalid program or input, or a run-time error (out-of-range index, unset read, race).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,6 +11,7 @@
 
 #include "backend/cpu/cpu_program.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "import/onnx_import.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
@@ -78,13 +78,7 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
       std::cerr << e.what() << "\n";
       return 1;
     }
-    std::string text = leir::values_to_json(outputs).dump() + "\n";
-    if (o->out.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream f(o->out);
-      if (!(f << text)) throw std::runtime_error(fmt::format("cannot write {}", o->out));
-    }
+    write_result(o->out, leir::values_to_json(outputs).dump() + "\n");
     return 0;
   };
 }}};

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
-#include <ranges>
 
 #include "leir/printer.h"
 
@@ -17,7 +16,24 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
 int64_t Value::numel() const { return onnx_import::numel(shape); }
+
+int64_t to_int(double x) {
+  if (std::isnan(x)) return 0;
+  return x >= 0x1p63 ? INT64_MAX : x <= -0x1p63 ? INT64_MIN : static_cast<int64_t>(x);
+}
+
+void check_shape(const Node& n, const Shape& shape) {
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d <= 0)
+      n.fail(fmt::format("an output would have shape [{}]; empty tensors are not supported", fmt::join(shape, ",")));
+    if (d > (int64_t(1) << 31) || (total *= d) > (int64_t(1) << 40))
+      n.fail(fmt::format("an output would have shape [{}], which is too large", fmt::join(shape, ",")));
+  }
+}
 
 // ---- Node ----------------------------------------------------------------------------------
 
@@ -155,11 +171,11 @@ Shape broadcast(const Node& n, const std::vector<Shape>& shapes) {
     for (size_t k = 0; k < s.size(); ++k) {
       int64_t& o = out[rank - s.size() + k];
       if (s[k] == o || s[k] == 1) continue;
-      if (o != 1)
-        n.fail(fmt::format("shape mismatch: cannot broadcast {}", fmt::join(shapes | std::views::transform([](const Shape& x) {
-                                                                  return fmt::format("[{}]", fmt::join(x, ","));
-                                                                }),
-                                                                " with ")));
+      if (o != 1) {
+        std::vector<std::string> texts;
+        for (const auto& x : shapes) texts.push_back(shape_text(x));
+        n.fail(fmt::format("shape mismatch: cannot broadcast {}", fmt::join(texts, " with ")));
+      }
       o = s[k];
     }
   return out;
@@ -294,8 +310,10 @@ std::vector<int64_t> Importer::ints(const Node& n, int k) const {
   if (!v->data)
     n.fail(fmt::format("input {} ('{}') must be known when importing (a constant or initializer); "
                        "computed values there are not supported", k, n.proto().input(k)));
+  // INT64_MAX/MIN (Slice's "to the end") do not survive the trip through double: saturate.
   std::vector<int64_t> out;
-  for (double x : *v->data) out.push_back(static_cast<int64_t>(x));
+  for (double x : *v->data)
+    out.push_back(to_int(x));
   return out;
 }
 
@@ -308,8 +326,7 @@ std::optional<double> Importer::scalar(const Node& n, int k) const {
 }
 
 ValuePtr Importer::result(const Node& n, int k, leir::DType dtype, Shape shape) {
-  for (int64_t d : shape)
-    if (d <= 0) n.fail(fmt::format("output {} would have shape [{}]; empty tensors are not supported", k, fmt::join(shape, ",")));
+  check_shape(n, shape);
   auto v = std::make_shared<Value>();
   v->dtype = dtype;
   v->shape = shape;
@@ -335,6 +352,7 @@ ValuePtr Importer::scratch(leir::DType dtype, Shape shape) {
 }
 
 void Importer::view(const Node& n, int k, ValuePtr base, Shape shape, std::function<Index(const Index&)> map) {
+  check_shape(n, shape);
   auto v = std::make_shared<Value>();
   v->dtype = base->dtype;
   v->shape = std::move(shape);
@@ -345,6 +363,7 @@ void Importer::view(const Node& n, int k, ValuePtr base, Shape shape, std::funct
 }
 
 void Importer::known(const Node& n, int k, leir::DType dtype, Shape shape, std::vector<double> data) {
+  check_shape(n, shape);
   auto v = std::make_shared<Value>();
   v->dtype = dtype;
   v->shape = std::move(shape);
@@ -383,7 +402,7 @@ leir::ExprPtr Importer::access(const ValuePtr& v, const Index& idx) {
   if (alias.empty()) {
     if (is_literal(*v)) {
       double x = v->data->front();
-      if (!leir::is_floating(v->dtype)) return iconst(static_cast<int64_t>(x));
+      if (!leir::is_floating(v->dtype)) return iconst(to_int(x));
       return x < 0 ? leir::make_neg(leir::make_number(-x)) : leir::make_number(x);
     }
     alias = materialize(v);

@@ -144,9 +144,15 @@ leir::ExprPtr iconst(int64_t c);
 std::string text(const leir::ExprPtr& e);  // printed expression
 std::string joined(const Index& idx);      // "tx,a,c"
 
+// Integer value of known data (saturating: INT64_MAX, Slice's "to the end", does not survive
+// the trip through double).
+int64_t to_int(double x);
+// Fails naming the node unless every dim is positive and the element count is sane.
+void check_shape(const Node& n, const Shape& shape);
 // Broadcast of shapes (numpy rules); fails naming the node on a mismatch.
 Shape broadcast(const Node& n, const std::vector<Shape>& shapes);
 int64_t numel(const Shape& s);
+std::string shape_text(const Shape& s);  // "[2,3]"
 // Normalizes a possibly negative axis against `rank`, failing naming the node and attribute.
 int64_t axis(const Node& n, int64_t a, size_t rank, const std::string& what);
 // Float literal in the public spelling ("0.5", "1e-05"; negative values parenthesized).

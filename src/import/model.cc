@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <ranges>
 #include <fstream>
 #include <sstream>
 
@@ -28,8 +27,6 @@ const OpTable& op_table() {
   }();
   return table;
 }
-
-std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 // Declared shape of a graph input/output/value_info: known dims, or -1 where symbolic.
 struct DeclaredShape {
@@ -91,7 +88,8 @@ std::vector<int> topological_order(const onnx::GraphProto& g, const std::set<std
 
 // Runs `node` on known inputs at import time: lowers it into a scratch program whose outputs are
 // the node's outputs and runs that in the interpreter (so folding means what lowering means).
-void fold(Importer& im, const Node& node, const std::string& name) {
+// Returns false, folding nothing, when the outputs are too large to be worth holding as data.
+bool fold(Importer& im, const Node& node, const std::string& name) {
   std::set<std::string> outs;
   std::vector<std::string> order;
   for (const auto& o : node.proto().output())
@@ -101,12 +99,17 @@ void fold(Importer& im, const Node& node, const std::string& name) {
     if (node.has_input(k)) scratch.bind(node.proto().input(k), im.value(node.proto().input(k)));
   op_table().at(node.op())(scratch, node);
   leir::Program p = scratch.finish(order);
+  int64_t total = 0;
+  for (const auto& d : p.known)
+    if (d.role == leir::Role::Output) total += d.numel();
+  if (total > (int64_t(1) << 20)) return false;
   leir::TensorMap values = interp::Interpreter(p).run({});
   for (const auto& d : p.known) {
     if (d.role != leir::Role::Output) continue;
     for (int k = 0; k < node.num_outputs(); ++k)
       if (node.proto().output(k) == d.alias) im.known(node, k, d.dtype, d.shape, values.at(d.name).data);
   }
+  return true;
 }
 
 bool foldable(const Importer& im, const Node& node) {
@@ -126,13 +129,12 @@ void check_declared(const onnx::ValueInfoProto& vi, const Value& v, const std::s
   if (!d) return;
   bool ok = d->dims.size() == v.shape.size();
   for (size_t k = 0; ok && k < v.shape.size(); ++k) ok = d->dims[k] < 0 || d->dims[k] == v.shape[k];
-  if (!ok)
+  if (!ok) {
+    std::vector<std::string> dims;
+    for (int64_t x : d->dims) dims.push_back(x < 0 ? "?" : std::to_string(x));
     throw ImportError(fmt::format("shape mismatch: {} '{}' is declared [{}] but its producer computes {}", what, vi.name(),
-                                  fmt::join(d->dims | std::views::transform([](int64_t x) {
-                                              return x < 0 ? std::string("?") : std::to_string(x);
-                                            }),
-                                            ","),
-                                  shape_text(v.shape)));
+                                  fmt::join(dims, ","), shape_text(v.shape)));
+  }
 }
 
 leir::Program import_graph(const onnx::ModelProto& m, const std::string& name, const ImportOptions& opts) {
@@ -238,8 +240,7 @@ leir::Program import_graph(const onnx::ModelProto& m, const std::string& name, c
       node.fail(fmt::format("op domain '{}' is not supported (only the default ONNX domain is)", p.domain()));
     auto lowering = op_table().find(p.op_type());
     if (lowering == op_table().end()) node.fail("this op is not supported (docs/import.md lists the covered ops)");
-    if (foldable(im, node)) fold(im, node, name);
-    else lowering->second(im, node);
+    if (!foldable(im, node) || !fold(im, node, name)) lowering->second(im, node);
     if (auto unread = node.unread(); !unread.empty())
       node.fail(fmt::format("attribute '{}' is not supported", unread.front()));
     for (int k = 0; k < node.num_outputs(); ++k) {

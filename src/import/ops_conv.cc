@@ -84,15 +84,16 @@ void add_bias(Importer& im, const Node& n, const ValuePtr& y) {
   im.nest(y->shape, fmt::format("{0}={0}+{1}", acc, im.at(b, {var(1)})));
 }
 
-void check_rank(const Node& n, const ValuePtr& x) {
+// Number of spatial dims (1 to 3) of input `x`, and of weight `w` when given.
+size_t spatial_dims(const Node& n, const ValuePtr& x, const ValuePtr& w = nullptr) {
   if (x->shape.size() < 3 || x->shape.size() > 5) n.fail(fmt::format("input rank {} is not supported (1-D to 3-D windows: rank 3 to 5)", x->shape.size()));
+  if (w && w->shape.size() != x->shape.size()) n.fail("shape mismatch: weight rank differs from input rank");
+  return x->shape.size() - 2;
 }
 
 void conv(Importer& im, const Node& n) {
   ValuePtr x = im.input(n, 0), w = im.input(n, 1);
-  check_rank(n, x);
-  size_t d = x->shape.size() - 2;
-  if (w->shape.size() != x->shape.size()) n.fail("shape mismatch: weight rank differs from input rank");
+  size_t d = spatial_dims(n, x, w);
   int64_t groups = n.i("group", 1), m = w->shape[0], cg = w->shape[1];
   if (groups < 1 || m % groups || cg * groups != x->shape[1])
     n.fail(fmt::format("shape mismatch: {} input channels, weight [{}], group {}", x->shape[1], fmt::join(w->shape, ","), groups));
@@ -118,9 +119,7 @@ void conv(Importer& im, const Node& n) {
 
 void conv_transpose(Importer& im, const Node& n) {
   ValuePtr x = im.input(n, 0), w = im.input(n, 1);
-  check_rank(n, x);
-  size_t d = x->shape.size() - 2;
-  if (w->shape.size() != x->shape.size()) n.fail("shape mismatch: weight rank differs from input rank");
+  size_t d = spatial_dims(n, x, w);
   int64_t groups = n.i("group", 1), c = x->shape[1], mg = w->shape[1];
   if (groups < 1 || c % groups || w->shape[0] != c)
     n.fail(fmt::format("shape mismatch: {} input channels, weight [{}], group {}", c, fmt::join(w->shape, ","), groups));
@@ -175,8 +174,7 @@ void conv_transpose(Importer& im, const Node& n) {
 
 void pool(Importer& im, const Node& n, bool max) {
   ValuePtr x = im.input(n, 0);
-  check_rank(n, x);
-  size_t d = x->shape.size() - 2;
+  size_t d = spatial_dims(n, x);
   if (!n.has("kernel_shape")) n.fail("kernel_shape is required");
   bool ceil_mode = n.i("ceil_mode", 0);
   if (max && n.i("storage_order", 0) != 0) n.unsupported("storage_order", "1");

@@ -70,13 +70,13 @@ void reshape(Importer& im, const Node& n) {
       d = 1;
     } else if (d < 0) {
       n.fail(fmt::format("shape mismatch: invalid target dimension {}", d));
-    } else {
-      known *= d;
+    } else if (d > (int64_t(1) << 31) || (known *= std::max<int64_t>(d, 1)) > (int64_t(1) << 40)) {
+      n.fail("shape mismatch: the target shape is too large");
     }
     out.push_back(d);
   }
   if (infer >= 0) {
-    if (known == 0 || x->numel() % known) n.fail("shape mismatch: -1 cannot be inferred");
+    if (x->numel() % known) n.fail("shape mismatch: -1 cannot be inferred");
     out[infer] = x->numel() / known;
   }
   reshape_view(im, n, x, out);
@@ -187,6 +187,7 @@ void slice(Importer& im, const Node& n) {
     size_t a = axis(n, axes[i], r, "axis");
     int64_t dim = x->shape[a], s = starts[i], e = ends[i], st = steps[i];
     if (st == 0) n.fail("a step of 0 is invalid");
+    st = std::clamp<int64_t>(st, -dim - 1, dim + 1);  // a longer step takes one element either way
     if (s < 0) s += dim;
     if (e < 0) e += dim;
     if (st > 0) {
@@ -347,6 +348,7 @@ void pad(Importer& im, const Node& n) {
     return;
   }
   if (mode != "edge" && mode != "reflect") n.unsupported("mode", "'" + mode + "'");
+  check_shape(n, out);
   // edge / reflect: one source-index table per padded axis, read as a gather.
   std::vector<ValuePtr> tables(r);
   for (size_t k = 0; k < r; ++k) {
@@ -399,6 +401,7 @@ void resize(Importer& im, const Node& n) {
     n.fail("one of scales and sizes is required");
   }
   if (out.size() != r || scales.size() != r) n.fail(fmt::format("scales/sizes must have {} entries", r));
+  check_shape(n, out);
   // Source coordinate of output position o along axis k (ONNX coordinate_transformation_mode).
   auto source = [&](size_t k, int64_t o) -> double {
     double in = double(x->shape[k]), len = double(out[k]), s = scales[k];
