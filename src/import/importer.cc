@@ -35,6 +35,11 @@ void check_shape(const Node& n, const Shape& shape) {
   }
 }
 
+void check_small(const Node& n, const std::vector<int64_t>& values, const std::string& what) {
+  for (int64_t v : values)
+    if (v > (int64_t(1) << 31) || v < -(int64_t(1) << 31)) n.fail(fmt::format("{} holds {}, which is out of range", what, v));
+}
+
 // ---- Node ----------------------------------------------------------------------------------
 
 std::string Node::where() const {

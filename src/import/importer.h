@@ -149,6 +149,9 @@ std::string joined(const Index& idx);      // "tx,a,c"
 int64_t to_int(double x);
 // Fails naming the node unless every dim is positive and the element count is sane.
 void check_shape(const Node& n, const Shape& shape);
+// Fails naming the node and `what` unless every value is within ±2^31 (so that window, padding
+// and repeat arithmetic cannot overflow).
+void check_small(const Node& n, const std::vector<int64_t>& values, const std::string& what);
 // Broadcast of shapes (numpy rules); fails naming the node on a mismatch.
 Shape broadcast(const Node& n, const std::vector<Shape>& shapes);
 int64_t numel(const Shape& s);

@@ -28,6 +28,10 @@ Window window(const Node& n, const Shape& x, Shape kernel, bool ceil_mode) {
   auto pads = n.ints("pads", Shape(2 * d, 0));
   if (w.stride.size() != d || w.dilation.size() != d || pads.size() != 2 * d)
     n.fail("strides, dilations and pads must match the number of spatial dimensions");
+  check_small(n, w.kernel, "kernel_shape");
+  check_small(n, w.stride, "strides");
+  check_small(n, w.dilation, "dilations");
+  check_small(n, pads, "pads");
   std::string auto_pad = n.s("auto_pad", "NOTSET");
   for (size_t k = 0; k < d; ++k) {
     if (w.stride[k] < 1 || w.dilation[k] < 1 || w.kernel[k] < 1 || pads[k] < 0 || pads[d + k] < 0)
@@ -132,6 +136,7 @@ void conv_transpose(Importer& im, const Node& n) {
   std::string auto_pad = n.s("auto_pad", "NOTSET");
   if (stride.size() != d || dil.size() != d || pads.size() != 2 * d || opad.size() != d || (!oshape.empty() && oshape.size() != d))
     n.fail("strides, dilations, pads, output_padding and output_shape must match the spatial dimensions");
+  for (const auto* v : {&stride, &dil, &pads, &opad, &oshape}) check_small(n, *v, "strides/dilations/pads/output_padding/output_shape");
   Shape out = {x->shape[0], m};
   Index o = vars(2 + d), kv = vars(d, 3 + d);
   auto cv = var(2 + d);

@@ -217,6 +217,7 @@ void split(Importer& im, const Node& n) {
     int64_t each = (x->shape[a] + outs - 1) / outs;
     for (int k = 0; k < outs; ++k) parts.push_back(std::min(each, x->shape[a] - each * k));
   }
+  check_small(n, parts, "split");
   int64_t total = 0;
   for (int64_t p : parts) total += p;
   if (static_cast<int>(parts.size()) != outs || total != x->shape[a])
@@ -248,6 +249,7 @@ void tile(Importer& im, const Node& n) {
   ValuePtr x = im.input(n, 0);
   auto rep = im.ints(n, 1);
   if (rep.size() != x->shape.size()) n.fail("repeats must have one entry per dimension");
+  check_small(n, rep, "repeats");
   Shape out = x->shape;
   for (size_t k = 0; k < out.size(); ++k) {
     if (rep[k] < 1) n.fail("repeats must be positive");
@@ -321,6 +323,7 @@ void pad(Importer& im, const Node& n) {
   else
     for (size_t k = 0; k < r; ++k) axes.push_back(static_cast<int64_t>(k));
   if (pads.size() != 2 * axes.size()) n.fail("pads must hold two entries per padded axis");
+  check_small(n, pads, "pads");
   std::vector<int64_t> before(r, 0), after(r, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t k = axis(n, axes[i], r, "axis");
@@ -396,11 +399,13 @@ void resize(Importer& im, const Node& n) {
     ValuePtr s = im.input(n, 2);
     if (!s->data) n.fail("input 2 (scales) must be known when importing");
     scales = *s->data;
-    for (size_t k = 0; k < scales.size() && k < r; ++k) out.push_back(static_cast<int64_t>(std::floor(x->shape[k] * scales[k])));
+    for (size_t k = 0; k < scales.size() && k < r; ++k) out.push_back(to_int(std::floor(x->shape[k] * scales[k])));
   } else {
     n.fail("one of scales and sizes is required");
   }
   if (out.size() != r || scales.size() != r) n.fail(fmt::format("scales/sizes must have {} entries", r));
+  for (double sc : scales)
+    if (!(sc > 0) || !std::isfinite(sc)) n.fail("scales must be positive and finite");
   check_shape(n, out);
   // Source coordinate of output position o along axis k (ONNX coordinate_transformation_mode).
   auto source = [&](size_t k, int64_t o) -> double {
@@ -420,17 +425,17 @@ void resize(Importer& im, const Node& n) {
       double c = source(k, o);
       int64_t i;
       if (mode == "nearest") {
-        if (nearest == "round_prefer_floor") i = c - std::floor(c) == 0.5 ? int64_t(std::floor(c)) : int64_t(std::round(c));
-        else if (nearest == "round_prefer_ceil") i = int64_t(std::round(c));
-        else if (nearest == "floor") i = int64_t(std::floor(c));
-        else if (nearest == "ceil") i = int64_t(std::ceil(c));
+        if (nearest == "round_prefer_floor") i = c - std::floor(c) == 0.5 ? to_int(std::floor(c)) : to_int(std::round(c));
+        else if (nearest == "round_prefer_ceil") i = to_int(std::round(c));
+        else if (nearest == "floor") i = to_int(std::floor(c));
+        else if (nearest == "ceil") i = to_int(std::ceil(c));
         else n.unsupported("nearest_mode", "'" + nearest + "'");
         i = std::clamp<int64_t>(i, 0, dim - 1);
         l.push_back(double(i));
         identity = identity && i == o;
       } else {
         c = std::clamp(c, 0.0, double(dim - 1));
-        i = int64_t(std::floor(c));
+        i = to_int(std::floor(c));
         l.push_back(double(i));
         h.push_back(double(std::min(i + 1, dim - 1)));
         w.push_back(c - double(i));
@@ -517,7 +522,7 @@ void add_shape_ops(OpTable& t) {
   t["Range"] = [](Importer& im, const Node& n) {
     auto start = im.scalar(n, 0), limit = im.scalar(n, 1), delta = im.scalar(n, 2);
     if (!start || !limit || !delta || *delta == 0) n.fail("start, limit and a non-zero delta must be known scalars");
-    auto count = static_cast<int64_t>(std::max(0.0, std::ceil((*limit - *start) / *delta)));
+    int64_t count = to_int(std::max(0.0, std::ceil((*limit - *start) / *delta)));
     if (count == 0 || count > (1 << 24)) n.fail("the range is empty or too large");
     std::vector<double> v;
     for (int64_t k = 0; k < count; ++k) v.push_back(*start + double(k) * *delta);
