@@ -11,6 +11,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev python3-requests
+  libonnx-dev libprotobuf-dev python3-onnx
   libopenblas0-pthread libopenblas-pthread-dev
   libxgboost-dev
   python3 python3-venv python3-pip python3-numpy python3-torch
@@ -39,3 +40,6 @@ if ! .venv/bin/python3 -c "import tvm, tokenizers, sympy" >/dev/null 2>&1; then
   echo "deps: installing PyPI packages into .venv: ${PY_PACKAGES[*]}" >&2
   .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
+
+# ONNX Runtime for the importer's tests, in its own venv (numpy 2; see the script).
+scripts/deps-onnx.sh

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/diagnostic.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
@@ -42,7 +43,7 @@ RegisterCommand reg{{"apply", "apply one strategy to a program", [](CLI::App& su
     uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
-  sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
+  sub.add_option("FILE", o->file, "program (.json, .jsonl, .leir or .onnx)")->required();
   sub.add_option("--strategy", o->strategy, "strategy name (see `steptp strategies`)")->required();
   auto* site = sub.add_option("--site", o->site, "apply at this site index only");
   sub.add_flag("--all", o->all, "every site (up to --samples parameter choices each)")->excludes(site);
@@ -58,7 +59,7 @@ RegisterCommand reg{{"apply", "apply one strategy to a program", [](CLI::App& su
       std::cerr << "error: unknown or unimplemented strategy '" << o->strategy << "' (see `steptp strategies`)\n";
       return 2;
     }
-    for (const auto& p : leir::read_programs(o->file)) {
+    for (const auto& p : onnx_import::read_programs_any(o->file)) {
       if (o->explain) {
         auto sites = s->sites(p);
         for (size_t i = 0; i < sites.size(); ++i) {

@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_program.h"
 #include "backend/measure/measure.h"
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
 
@@ -21,7 +22,7 @@ namespace steptp::cli {
 namespace {
 
 leir::Program only_program(const std::string& file) {
-  auto ps = leir::read_programs(file);
+  auto ps = onnx_import::read_programs_any(file);
   if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
   return ps.front();
 }

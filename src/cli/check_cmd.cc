@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
@@ -56,7 +57,7 @@ RegisterCommand reg{{"check", "validate programs statically and summarize them",
     for (const auto& file : *files) {
       std::vector<leir::Program> programs;
       try {
-        programs = leir::read_programs(file);
+        programs = onnx_import::read_programs_any(file);
       } catch (const leir::LeirError& e) {
         std::cerr << e.what() << "\n";
         if (*json) {

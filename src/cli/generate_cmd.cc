@@ -24,7 +24,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--size", *size, "workload size class: tiny|small|default")->capture_default_str();
   sub.add_option("--programs", o->programs, "built-in workloads to use (-1 = all)")->capture_default_str();
   sub.add_option("--composites", o->composites, "random composite programs")->capture_default_str();
-  sub.add_option("--input", o->input, "extra programs (.jsonl/.json/.leir)");
+  sub.add_option("--input", o->input, "extra programs (.jsonl/.json/.leir, or an .onnx model)");
   auto no_examples = std::make_shared<bool>(false);
   sub.add_flag("--no-examples", *no_examples, "do not add the programs of ../shared/examples");
   sub.add_option("--search", *mode, "greedy|beam")->capture_default_str();

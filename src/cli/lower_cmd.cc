@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/tir/tvmscript.h"
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/program_io.h"
 
 namespace steptp::cli {
@@ -17,7 +18,7 @@ RegisterCommand reg{{"lower", "print the source a backend generates for a progra
     bool f64 = false, cpu_compatible = false;
   };
   auto o = std::make_shared<Opts>();
-  sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
+  sub.add_option("FILE", o->file, "program (.json, .jsonl, .leir or .onnx)")->required();
   sub.add_option("--target", o->target, "cpu (C++/OpenMP), cuda (CUDA C) or tir (TVMScript)")
       ->check(CLI::IsMember({"cpu", "cuda", "tir"}));
   sub.add_option("--tir-dialect", o->dialect, "sblock (TVM >= 0.22, default) or block (TVM <= 0.21)")
@@ -25,7 +26,7 @@ RegisterCommand reg{{"lower", "print the source a backend generates for a progra
   sub.add_flag("--f64", o->f64, "cpu: the all-float64 verification build");
   sub.add_flag("--cpu-compatible", o->cpu_compatible, "tir: serial B loops and global intermediates (LLVM target)");
   return [o]() -> int {
-    for (const auto& p : leir::read_programs(o->file)) {
+    for (const auto& p : onnx_import::read_programs_any(o->file)) {
       if (o->target == "cpu") {
         std::cout << backend::cpu::cpu_prelude() << backend::cpu::generate_cpu_kernel(p, {.all_f64 = o->f64}).code;
       } else if (o->target == "cuda") {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 
@@ -13,11 +14,11 @@ RegisterCommand reg{{"print", "print the canonical LEIR of a program", [](CLI::A
   auto file = std::make_shared<std::string>();
   auto pretty = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
-  sub.add_option("FILE", *file, "program (.json, .jsonl or .leir)")->required();
+  sub.add_option("FILE", *file, "program (.json, .jsonl, .leir or .onnx)")->required();
   sub.add_flag("--pretty", *pretty, "one nest per line, nested nests indented");
   sub.add_flag("--json", *json, "print the whole program object (JSON form of LEIR.md §1)");
   return [=]() -> int {
-    for (const auto& p : leir::read_programs(*file)) {
+    for (const auto& p : onnx_import::read_programs_any(*file)) {
       if (*json) std::cout << leir::program_to_json(p).dump() << "\n";
       else if (*pretty) std::cout << leir::print_body_pretty(p.body);
       else std::cout << leir::print_body(p.body) << "\n";

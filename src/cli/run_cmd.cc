@@ -4,7 +4,6 @@
 // 1 invalid program or input, or a run-time error (out-of-range index, unset read, race).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,6 +11,8 @@
 
 #include "backend/cpu/cpu_program.h"
 #include "cli/command.h"
+#include "cli/output.h"
+#include "import/onnx_import.h"
 #include "interp/inputs.h"
 #include "interp/interpreter.h"
 #include "leir/program_io.h"
@@ -31,7 +32,7 @@ const std::map<std::string, interp::InputProfile> kProfiles = {
 
 // The one program to run from a file that may hold several (JSONL).
 leir::Program select_program(const std::string& file, const std::string& name) {
-  auto programs = leir::read_programs(file);
+  auto programs = onnx_import::read_programs_any(file);
   if (!name.empty()) {
     for (auto& p : programs)
       if (p.name == name) return std::move(p);
@@ -50,8 +51,8 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
     bool intermediates = false, allow_unset = false;
   };
   auto o = std::make_shared<Opts>();
-  sub.add_option("FILE", o->file, "program (.json, .jsonl or .leir)")->required();
-  sub.add_option("--inputs", o->inputs, "values JSON with every input and param (default: seeded random inputs)");
+  sub.add_option("FILE", o->file, "program (.json, .jsonl, .leir or .onnx)")->required();
+  sub.add_option("--inputs", o->inputs, "values JSON with every input and param, keyed by name or alias (default: seeded random inputs)");
   sub.add_option("--seed", o->seed, "seed of the generated inputs (default 0)");
   sub.add_option("--profile", o->profile,
                  "generated inputs: ordinary, scaled-up, scaled-down, signs, domain or domain-small (the last two "
@@ -69,7 +70,7 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
       throw std::runtime_error("--intermediates needs --target interp (compiled code keeps intermediates internal)");
     leir::Program p = select_program(o->file, o->program);
     leir::TensorMap inputs = o->inputs.empty() ? interp::generate_inputs(p, o->seed, kProfiles.at(o->profile))
-                                               : leir::read_values_file(o->inputs);
+                                               : leir::key_by_name(p, leir::read_values_file(o->inputs), o->inputs);
     interp::RunOptions opts;
     opts.keep_intermediates = o->intermediates;
     opts.allow_unset_outputs = o->allow_unset;
@@ -81,13 +82,7 @@ RegisterCommand reg{{"run", "run a program on given or seeded inputs and print i
       std::cerr << e.what() << "\n";
       return 1;
     }
-    std::string text = leir::values_to_json(outputs).dump() + "\n";
-    if (o->out.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream f(o->out);
-      if (!(f << text)) throw std::runtime_error(fmt::format("cannot write {}", o->out));
-    }
+    write_result(o->out, leir::values_to_json(outputs).dump() + "\n");
     return 0;
   };
 }}};

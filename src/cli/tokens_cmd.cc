@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "dataset/token_stats.h"
 #include "leir/program_io.h"
 #include "tokenizer/bpe_tokenizer.h"
@@ -37,7 +38,7 @@ RegisterCommand reg{{"tokens", "count Qwen3 tokens of each file (and the total)"
     if (*compare) {
       std::vector<leir::Program> programs;
       for (const auto& f : *files)
-        for (auto& p : leir::read_programs(f)) programs.push_back(std::move(p));
+        for (auto& p : onnx_import::read_programs_any(f)) programs.push_back(std::move(p));
       const auto cmp = dataset::compare_tokens(programs, tok, /*per_program=*/true);
       if (*json) {
         std::cout << cmp.dump() << "\n";

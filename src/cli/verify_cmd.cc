@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/diagnostic.h"
 #include "leir/program_io.h"
 #include "leir/values.h"
@@ -35,8 +36,8 @@ RegisterCommand reg{{"verify", "check that program B is equivalent to program A"
   return [=]() -> int {
     leir::Program a, b;
     try {
-      a = leir::read_programs(*file_a).at(0);
-      b = leir::read_programs(*file_b).at(0);
+      a = onnx_import::read_programs_any(*file_a).at(0);
+      b = onnx_import::read_programs_any(*file_b).at(0);
     } catch (const leir::LeirError& e) {
       std::cerr << e.what() << "\n";
       return 2;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "dataset/dataset.h"
+#include "import/onnx_import.h"
 #include "dataset/measurement.h"
 #include "dataset/public_format.h"
 #include "dataset/shortcut.h"
@@ -216,7 +217,7 @@ std::vector<Root> collect_roots(const GenerateOptions& o) {
       for (auto& p : leir::read_programs(f.string())) roots.push_back({"e/" + f.stem().string(), "example", p});
   }
   if (!o.input.empty()) {
-    auto ps = leir::read_programs(o.input);
+    auto ps = onnx_import::read_programs_any(o.input);
     for (size_t i = 0; i < ps.size(); ++i) roots.push_back({fmt::format("u/{}", i), "user", ps[i]});
   }
   return roots;

@@ -152,7 +152,8 @@ leir::TensorMap generate_inputs(const leir::Program& p, uint64_t seed, InputProf
   const std::set<std::string> restricted = domains ? domain_restricted_inputs(p) : std::set<std::string>{};
   leir::TensorMap out;
   for (const auto& d : p.known) {
-    if (d.role != leir::Role::Input && d.role != leir::Role::Param) continue;
+    // Params that carry their values in the signature (LEIR.md §1) are not generated.
+    if ((d.role != leir::Role::Input && d.role != leir::Role::Param) || d.value) continue;
     Rng rng(seed ^ fnv1a(d.name));
     rng.next();
     leir::TensorValue v;

@@ -39,9 +39,9 @@ void bind_known(const CompiledProgram& cp, const TensorSlot& slot, const leir::T
       fail(cp, d.loc, fmt::format("{} {} has {} values, its shape {} needs {}", leir::to_string(d.role), slot.name,
                                   v.data.size(), shape_text(slot.shape), slot.numel));
     values = &v.data;
-  } else if (d.role == leir::Role::Constant && d.value) {
+  } else if (d.value) {  // a constant, or a param carrying its values (LEIR.md §1)
     if (static_cast<int64_t>(d.value->size()) != slot.numel)
-      fail(cp, d.loc, fmt::format("constant {} carries {} values, its shape {} needs {}", slot.name, d.value->size(),
+      fail(cp, d.loc, fmt::format("{} {} carries {} values, its shape {} needs {}", leir::to_string(d.role), slot.name, d.value->size(),
                                   shape_text(slot.shape), slot.numel));
     values = &*d.value;
   } else {

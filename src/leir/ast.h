@@ -133,7 +133,7 @@ struct TensorDecl {
   Role role = Role::Input;
   DType dtype = DType::F64;
   std::vector<int64_t> shape;           // [] = scalar
-  std::optional<std::vector<double>> value;  // constants only: flat, row-major
+  std::optional<std::vector<double>> value;  // constants and params only: flat, row-major
   std::string alias;                    // original name (e.g. "gemm.weight"), may be empty
   SourceLoc loc;
 

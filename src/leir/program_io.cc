@@ -46,10 +46,10 @@ void check_decls(const std::vector<TensorDecl>& known, const std::string& file) 
     for (int64_t s : d.shape)
       if (s <= 0) throw LeirError(file, d.loc, fmt::format("tensor '{}': every dimension must be positive", d.name));
     if (d.value) {
-      if (d.role != Role::Constant)
-        throw LeirError(file, d.loc, fmt::format("tensor '{}': only constants carry a value", d.name));
+      if (d.role != Role::Constant && d.role != Role::Param)
+        throw LeirError(file, d.loc, fmt::format("tensor '{}': only constants and params carry a value", d.name));
       if (static_cast<int64_t>(d.value->size()) != d.numel())
-        throw LeirError(file, d.loc, fmt::format("constant '{}': shape needs {} values, got {}", d.name, d.numel(),
+        throw LeirError(file, d.loc, fmt::format("{} '{}': shape needs {} values, got {}", to_string(d.role), d.name, d.numel(),
                                                  d.value->size()));
     }
   }

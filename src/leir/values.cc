@@ -102,4 +102,25 @@ const TensorValue* find_value(const TensorMap& values, const std::string& name, 
   return it == values.end() ? nullptr : &it->second;
 }
 
+TensorMap key_by_name(const Program& p, TensorMap values, const std::string& file) {
+  TensorMap out;
+  for (auto& [key, v] : values) {
+    const TensorDecl* by_alias = nullptr;
+    for (const auto& d : p.known)
+      if (d.alias == key && d.name != key) by_alias = &d;
+    if (!by_alias) {
+      out[key] = std::move(v);
+      continue;
+    }
+    if (p.find_known(key))
+      throw LeirError(file, {}, fmt::format("'{}' is ambiguous: the name of one tensor and the alias of {}", key,
+                                            by_alias->name));
+    if (values.count(by_alias->name))
+      throw LeirError(file, {}, fmt::format("tensor {} is given twice: by its name and by its alias '{}'",
+                                            by_alias->name, key));
+    out[by_alias->name] = std::move(v);
+  }
+  return out;
+}
+
 }  // namespace steptp::leir

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "leir/ast.h"
 #include "leir/types.h"
 
 namespace steptp::leir {
@@ -30,5 +31,8 @@ TensorMap read_values_file(const std::string& path);
 // The value of a known tensor keyed by its name or, failing that, by its alias (LEIR.md §1:
 // "values files may key tensors by either name"); nullptr when neither is present.
 const TensorValue* find_value(const TensorMap& values, const std::string& name, const std::string& alias);
+// Values files may key a known tensor by its name or by its alias (LEIR.md §1): returns `values`
+// keyed by name. Throws LeirError when one tensor is given under both names.
+TensorMap key_by_name(const Program& p, TensorMap values, const std::string& file = {});
 
 }  // namespace steptp::leir

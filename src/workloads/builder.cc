@@ -71,6 +71,10 @@ std::string ProgramBuilder::input(const std::string& alias, std::vector<int64_t>
 std::string ProgramBuilder::param(const std::string& alias, std::vector<int64_t> shape) {
   return allocate(alias, float_type_, true, leir::Role::Param, std::move(shape), std::nullopt);
 }
+std::string ProgramBuilder::param(const std::string& alias, std::vector<int64_t> shape, leir::DType dtype,
+                                  std::vector<double> value) {
+  return allocate(alias, dtype, true, leir::Role::Param, std::move(shape), std::move(value));
+}
 std::string ProgramBuilder::constant(const std::string& alias, std::vector<int64_t> shape,
                                      std::vector<double> value, leir::DType dtype) {
   return allocate(alias, dtype, true, leir::Role::Constant, std::move(shape), std::move(value));
@@ -89,6 +93,12 @@ std::string ProgramBuilder::output(const std::string& alias, std::vector<int64_t
 std::string ProgramBuilder::temp(const std::string& alias) { return temp(alias, float_type_); }
 std::string ProgramBuilder::temp(const std::string& alias, leir::DType dtype) {
   return allocate(alias, dtype, false, leir::Role::Output, {}, std::nullopt);
+}
+
+void ProgramBuilder::keep_original_name(const std::string& alias, std::string original) {
+  const std::string& name = name_of(alias);
+  for (auto& d : known_)
+    if (d.name == name) d.alias = original;
 }
 
 const std::string& ProgramBuilder::name_of(const std::string& alias) const {

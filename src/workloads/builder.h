@@ -41,6 +41,9 @@ class ProgramBuilder {
   std::string input(const std::string& alias, std::vector<int64_t> shape);
   std::string input(const std::string& alias, std::vector<int64_t> shape, leir::DType dtype);
   std::string param(const std::string& alias, std::vector<int64_t> shape);
+  // A param of any dtype that carries its values in the signature (LEIR.md §1).
+  std::string param(const std::string& alias, std::vector<int64_t> shape, leir::DType dtype,
+                    std::vector<double> value);
   std::string constant(const std::string& alias, std::vector<int64_t> shape,
                        std::vector<double> value, leir::DType dtype);
   std::string constant(const std::string& alias, std::vector<int64_t> shape,
@@ -70,6 +73,9 @@ class ProgramBuilder {
   void nest_loops(const std::vector<LoopSpec>& loops, const std::string& stmts) { nest(loops, stmts); }
   // Appends raw body text after template expansion (for nests nested inside nests).
   void raw(const std::string& tmpl);
+
+  // Records the original (e.g. ONNX graph) name of a known tensor as its signature alias.
+  void keep_original_name(const std::string& alias, std::string original);
 
   leir::DType float_type() const { return float_type_; }
   const std::string& name_of(const std::string& alias) const;
