@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "import/onnx_import.h"
 #include "leir/program_io.h"
 #include "tune/tuner.h"
 
@@ -51,7 +52,7 @@ RegisterCommand reg{{"tune", "search for a faster program with measurements in t
   sub.add_option("--store", o->store, "measurement store (default OUT/measurements.sqlite)");
   sub.add_flag("--json", o->json, "print one JSON object on stdout");
   return [o]() -> int {
-    auto ps = leir::read_programs(o->file);
+    auto ps = onnx_import::read_programs_any(o->file);
     if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; tune takes one", o->file, ps.size()));
     std::error_code ec;
     fs::create_directories(o->out, ec);
