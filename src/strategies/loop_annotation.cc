@@ -2,10 +2,13 @@
 // changes a program's value (LEIR.md §3), so these are exact; P, V and B promise independent
 // iterations.
 //
-// Policy (documented choice): P, V and B are only given to loops whose iterations are fully
+// Policy (documented choice): P and B are only given to loops whose iterations are fully
 // independent — no cross-iteration accumulation either. LEIR.md allows parallel reductions on
-// such loops, but a strategy that introduces one would make every target implement a reduction
-// where the input had none; the conservative choice keeps each result trivially lowerable.
+// such loops, but a strategy that introduces one would make every target implement a thread
+// reduction where the input had none. V is the exception: an innermost loop that reduces
+// (softmax's max and sum, a norm's mean, a dot product) may become V, because a vector
+// reduction is what makes it fast, every target can lower it (CPU: `omp simd reduction`; TIR
+// and CUDA: a serial loop) and the program's value does not change (the kind never does).
 #include <algorithm>
 #include <map>
 
@@ -104,7 +107,7 @@ class LoopVectorization final : public SurveyStrategy {
  public:
   std::string_view name() const override { return "loop_vectorization"; }
   std::string_view description() const override {
-    return "mark an independent innermost serial loop as vectorized (V)";
+    return "mark an innermost serial loop as vectorized (V): independent iterations, or a reduction across them";
   }
   Exactness exactness() const override { return Exactness::Exact; }
   Survey survey(const Program& p) const override {
@@ -113,7 +116,8 @@ class LoopVectorization final : public SurveyStrategy {
       bool innermost = k + 1 == static_cast<int>(n.nest->loops.size()) &&
                        std::all_of(n.nest->body.begin(), n.nest->body.end(), [](const leir::Item& i) { return i.is_stmt(); });
       if (!innermost) return "not the innermost loop";
-      return independence_refusal(n, k);
+      auto c = analysis::check_loop(n, k);
+      return c.kind == analysis::LoopDep::Carried ? c.reason : std::string();
     });
   }
   std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }

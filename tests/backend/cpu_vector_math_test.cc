@@ -3,7 +3,8 @@
 // underflow boundaries, huge arguments), f32 and f64, against the reference interpreter: finite
 // values within the dtype's verifier tolerance, NaN and inf (with sign) exactly where the
 // interpreter has them. Also checks that the kernels really call libmvec's vector variants, that
-// turning vector math off changes the cache key, and that reductions keep their exact order.
+// turning vector math off changes the cache key, that reductions of plain loops keep their exact
+// order and that V loops over a reduction axis become vector reductions.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -189,6 +190,60 @@ B^{4}_{tx=0}L^{4096}_{a=0}[S^{f32,g}_{tx}=S^{f32,g}_{tx}+exp(A^{f32,g}_{tx,a}-M^
   auto got = prog->run(in), want = interp::run_program(p, in);
   EXPECT_EQ(testing::compare_section5(got, want, verify::tolerance_for(leir::DType::F32)), "");
 }
+
+class VectorReduction : public ::testing::TestWithParam<leir::DType> {};
+
+TEST_P(VectorReduction, VLoopReducesWithSimdAndKeepsNaNInfAndZeros) {
+  // A V loop over a reduction axis is a vector reduction (LEIR.md §3, exception (1)): the sum and
+  // product reassociate (within tolerance), max/min reduce over order keys with a NaN flag. Rows
+  // put NaN first, last and in the middle (every lane position), ±inf, only -inf, ±0 and
+  // denormals in the way; NaN and inf must land exactly where the interpreter puts them.
+  const leir::DType d = GetParam();
+  const std::string t(leir::to_string(d));
+  const int64_t rows = 12, n = 1037;  // odd length: vector body and remainder
+  auto p = leir::program_from_text(
+      fmt::format("input A: {0}[{1},{2}]\noutput S: {0}[{1}]\noutput M: {0}[{1}]\noutput N: {0}[{1}]\n"
+                  "output Q: {0}[{1}]\n"
+                  "B^{{{1}}}_{{tx=0}}V^{{{2}}}_{{a=0}}[M^{{{0},g}}_{{tx}}=max(M^{{{0},g}}_{{tx}},A^{{{0},g}}_{{tx,a}});];\n"
+                  "B^{{{1}}}_{{tx=0}}V^{{{2}}}_{{a=0}}[N^{{{0},g}}_{{tx}}=min(A^{{{0},g}}_{{tx,a}}*2,N^{{{0},g}}_{{tx}});];\n"
+                  "B^{{{1}}}_{{tx=0}}V^{{{2}}}_{{a=0}}[S^{{{0},g}}_{{tx}}=S^{{{0},g}}_{{tx}}+exp(A^{{{0},g}}_{{tx,a}}-M^{{{0},g}}_{{tx}});];\n"
+                  "B^{{{1}}}_{{tx=0}}V^{{{2}}}_{{a=0}}[Q^{{{0},g}}_{{tx}}=Q^{{{0},g}}_{{tx}}*(1+A^{{{0},g}}_{{tx,a}}*0.0001);];\n",
+                  t, rows, n),
+      "vector_reduction.leir");
+  TempDir dir(fmt::format("cpu-vecred-{}", t));
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto prog = build_cpu_program(p, {}, &cc);
+  const auto& code = prog->source().code;
+  for (const char* clause : {"reduction(max:k_M) reduction(|:n_M)", "reduction(min:k_N) reduction(|:n_N)",
+                             "reduction(+:a_S)", "reduction(*:a_Q)"})
+    EXPECT_NE(code.find(clause), std::string::npos) << clause << " missing in\n" << code;
+  leir::TensorValue a{d, {rows, n}, {}};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      double v = std::sin(0.37 * i + r) * 3;
+      if (r < 8 && i == (r * 131) % n) v = r % 2 ? kNaN : -kNaN;  // NaN at first/middle/last lanes
+      if (r == 0 && i == n - 1) v = kNaN;
+      if (r == 8) v = -kInf;                               // only -inf: max -inf, sum NaN (exp(nan))
+      if (r == 9) v = i % 3 == 0 ? 0.0 : -0.0;             // zeros of both signs
+      if (r == 10 && i == 500) v = kInf;                   // one +inf
+      if (r == 11) v = (i % 2 ? 1e-40 : -1e-40);           // denormals (f32), tiny (f64)
+      a.data.push_back(as_dtype(v, d));
+    }
+  leir::TensorMap in{{"A", a}};
+  auto got = prog->run(in), want = interp::run_program(p, in);
+  EXPECT_EQ(testing::compare_section5(got, want, verify::tolerance_for(d)), "");
+  for (const char* out : {"M", "N"})
+    for (int64_t r = 0; r < rows; ++r) {  // max/min exact (up to the sign of zero and NaN payload)
+      double g = got.at(out).data[r], w = want.at(out).data[r];
+      EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << out << "[" << r << "]: " << g << " vs " << w;
+    }
+  EXPECT_TRUE(std::isnan(got.at("M").data[0]) && std::isnan(got.at("M").data[1]));
+  EXPECT_EQ(got.at("M").data[8], -kInf);
+  EXPECT_EQ(got.at("M").data[10], kInf);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, VectorReduction, ::testing::Values(leir::DType::F32, leir::DType::F64),
+                         [](const auto& info) { return std::string(leir::to_string(info.param)); });
 
 }  // namespace
 }  // namespace steptp::backend

@@ -90,6 +90,20 @@ TEST(TvmScript, KeyCorrectnessPoints) {
   EXPECT_EQ(old.find("sblock"), std::string::npos);
 }
 
+TEST(TvmScript, VectorLoopOverAReductionStaysSerial) {
+  // A V loop may reduce across its iterations (loop_vectorization offers it on reduction axes);
+  // T.vectorized over a reduction block is not a vector reduction in TVM, so it is emitted as a
+  // serial loop, while a V loop with independent iterations stays T.vectorized.
+  auto p = leir::program_from_text(
+      "input A: f32[4,64]\noutput M: f32[4]\noutput C: f32[4,64]\n"
+      "B^{4}_{tx=0}V^{64}_{a=0}[M^{f32,g}_{tx}=max(M^{f32,g}_{tx},A^{f32,g}_{tx,a});];"
+      "B^{4}_{tx=0}V^{64}_{c=0}[C^{f32,g}_{tx,c}=A^{f32,g}_{tx,c}-M^{f32,g}_{tx};];",
+      "vector_reduction.leir");
+  std::string t = tir::emit_tvmscript(p);
+  EXPECT_NE(t.find("for a in range(64):"), std::string::npos) << t;
+  EXPECT_NE(t.find("for c in T.vectorized(64):"), std::string::npos) << t;
+}
+
 TEST(TvmScript, IntegerMinMaxInitIsTheIntegerLimit) {
   // Regression (whole-suite TVM check, argmax/argmin workloads): an i64 min accumulation was
   // initialised with T.Cast("int64", T.float64("inf")), which TVM refuses to build ("Cannot

@@ -141,7 +141,9 @@ TEST(LoopAnnotations, IndependentLoopsOnly) {
             "B^{4}_{tx=0}P^{8}_{a=0}L^{6}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];");
   EXPECT_TRUE(refused(par, p, "nest 0, loop c (L^{6}_{c=0})", "parallel reduction"));
   EXPECT_TRUE(refused(par, p, "nest 0, loop tx (B^{4}_{tx=0})", "already B"));
-  EXPECT_TRUE(vec.sites(p).empty());  // the innermost loop c is a reduction
+  // The innermost loop c is a reduction: V (a vector reduction), never P.
+  EXPECT_EQ(applied(vec, p, site(vec, p, "nest 0, loop c (L^{6}_{c=0})"), {}),
+            "B^{4}_{tx=0}L^{8}_{a=0}V^{6}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];");
   EXPECT_TRUE(refused(vec, p, "nest 0, loop a (L^{8}_{a=0})", "not the innermost"));
   EXPECT_EQ(unr.sites(p).size(), 2u);  // a and c
   EXPECT_EQ(applied(unr, p, site(unr, p, "nest 0, loop c (L^{6}_{c=0})"), {}),

@@ -48,6 +48,7 @@ std::string_view cpu_ctype(DType d) {
 
 std::string_view cpu_prelude() {
   return R"(// steptp CPU kernel prelude
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -102,6 +103,13 @@ template <class T> inline T steptp_mod(T a, T b) {
 // max/min that propagate NaN from either side (std::fmax would drop it).
 template <class T> inline T steptp_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> inline T steptp_min(T a, T b) { return (a < b || a != a) ? a : b; }
+// Order-preserving integer keys of floats (x < y ⇔ key(x) < key(y) for non-NaN x, y; -0 < +0),
+// an involution on the bits: a max/min reduction over keys vectorizes as integer max/min,
+// which the float comparison would only do with if-conversion (off, see CompilerOptions).
+inline int32_t steptp_key(float x) { int32_t b; std::memcpy(&b, &x, 4); return b ^ ((b >> 31) & 0x7fffffff); }
+inline int64_t steptp_key(double x) { int64_t b; std::memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL); }
+inline float steptp_unkey(int32_t k) { k ^= (k >> 31) & 0x7fffffff; float x; std::memcpy(&x, &k, 4); return x; }
+inline double steptp_unkey(int64_t k) { k ^= (k >> 63) & 0x7fffffffffffffffLL; double x; std::memcpy(&x, &k, 8); return x; }
 template <class T> inline T steptp_sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 template <class T> inline T steptp_rsqrt(T x) { return T(1) / std::sqrt(x); }
 inline float steptp_round_f16(double x) { return static_cast<float>(static_cast<_Float16>(x)); }
@@ -271,7 +279,15 @@ class Emitter : public CExprEmitter {
       self_ = nullptr;
       return;
     }
-    if (hoisted_.count(x)) line(fmt::format("a_{} = {};", x, store(declared, value(s.rhs))));
+    if (vector_extrema_.count(x)) {
+      // max/min of a vector reduction: over order keys (see steptp_key), with a NaN flag in place
+      // of steptp_max's NaN test (a branch, which would keep the loop scalar).
+      AccumOp op = plan_.accum.at(&s);
+      std::string_view t = cpu_ctype(storage(x));
+      line(fmt::format("{{ const {} r_ = {};", t, store(declared, value(accumulation_rest(s, op)))));
+      line(fmt::format("  k_{0} = std::{1}(k_{0}, steptp_key(r_));", x, op == AccumOp::Max ? "max" : "min"));
+      line(fmt::format("  n_{} |= r_ != r_; }}", x));
+    } else if (hoisted_.count(x)) line(fmt::format("a_{} = {};", x, store(declared, value(s.rhs))));
     else line(fmt::format("t_{}[{}] = {};", x, flat(s.lhs), store(declared, value(s.rhs))));
   }
 
@@ -377,6 +393,38 @@ class Emitter : public CExprEmitter {
     return clause;
   }
 
+  // `#pragma omp simd` clauses for the innermost `V` loop `l`, or nullopt when it must stay a plain
+  // loop. Its statements either write elements indexed by `l` (independent iterations, LEIR.md
+  // §3) or accumulate into a local kept over `l` (hoistable): a V loop may combine such an
+  // accumulation across its iterations as a vector reduction, whose rounding may differ from the
+  // serial order (LEIR.md §3, exception (1)); for max/min it does not (the order of a NaN-free
+  // max is immaterial, and NaN is carried by a flag). Sets vector_extrema_ for emit_stmt.
+  std::optional<std::string> simd_clause(const leir::Loop& l, const std::vector<const leir::Stmt*>& stmts) {
+    std::string clause;
+    std::set<std::string> extrema;
+    for (const auto* s : stmts) {
+      const std::string& x = s->lhs->tensor;
+      if (plan_.tracked.count(x)) return std::nullopt;
+      auto h = hoisted_.find(x);
+      if (h == hoisted_.end() || h->second != s) {
+        bool m = false;
+        for (const auto& ix : s->lhs->args) m |= mentions_var(ix, l.var);
+        if (!m) return std::nullopt;
+        continue;
+      }
+      DType declared = table_.at(x).dtype;
+      if (declared != DType::F32 && declared != DType::F64) return std::nullopt;  // f16/bf16 round per step
+      switch (plan_.accum.at(s)) {
+        case AccumOp::Add: clause += fmt::format(" reduction(+:a_{})", x); break;
+        case AccumOp::Mul: clause += fmt::format(" reduction(*:a_{})", x); break;
+        case AccumOp::Max: clause += fmt::format(" reduction(max:k_{0}) reduction(|:n_{0})", x), extrema.insert(x); break;
+        case AccumOp::Min: clause += fmt::format(" reduction(min:k_{0}) reduction(|:n_{0})", x), extrema.insert(x); break;
+      }
+    }
+    vector_extrema_ = std::move(extrema);
+    return clause;
+  }
+
   void emit_nest(const leir::Nest& n) {
     std::vector<const leir::Stmt*> stmts;
     collect(n.body, stmts);
@@ -411,13 +459,12 @@ class Emitter : public CExprEmitter {
           hoisted_.emplace(x, s);
         }
       }
-      if (o_.openmp && l.kind == LoopKind::Vectorized && j + 1 == n.loops.size() && !body_has_nest &&
-          std::all_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) {
-            bool m = false;
-            for (const auto& ix : s->lhs->args) m |= mentions_var(ix, l.var);
-            return m && !plan_.tracked.count(s->lhs->tensor);
-          })) {
-        line("#pragma omp simd");
+      std::optional<std::string> simd;
+      if (o_.openmp && l.kind == LoopKind::Vectorized && j + 1 == n.loops.size() && !body_has_nest)
+        simd = simd_clause(l, stmts);
+      if (simd) {
+        for (const auto& x : vector_extrema_) line(fmt::format("auto k_{0} = steptp_key(a_{0}); int n_{0} = a_{0} != a_{0};", x));
+        line("#pragma omp simd" + *simd);
       } else if (l.kind == LoopKind::Unrolled) {
         line(fmt::format("#pragma GCC unroll {}", std::min<int64_t>(l.extent, 64)));
       }
@@ -430,8 +477,12 @@ class Emitter : public CExprEmitter {
       --indent_;
       line("}");
       if (i == 0 && !hoisted_.empty()) {
+        for (const auto& x : vector_extrema_)
+          line(fmt::format("a_{0} = n_{0} ? std::numeric_limits<{1}>::quiet_NaN() : steptp_unkey(k_{0});", x,
+                           cpu_ctype(storage(x))));
         for (const auto& [x, st] : hoisted_) line(fmt::format("t_{}[{}] = a_{};", x, flat(st->lhs), x));
         hoisted_.clear();
+        vector_extrema_.clear();
         --indent_;
         line("}");
       }
@@ -452,6 +503,7 @@ class Emitter : public CExprEmitter {
   int indent_ = 0;
   bool in_parallel_ = false;
   std::map<std::string, const leir::Stmt*> hoisted_;  // tensor -> its accumulation kept in a_<tensor>
+  std::set<std::string> vector_extrema_;  // hoisted max/min reduced by the current simd loop
   const leir::Stmt* self_ = nullptr;
   double self_identity_ = 0;
 };

@@ -88,6 +88,7 @@ struct Emitter {
   std::map<std::string, std::string> block_vars;
   std::string ct = "float64";
   std::map<const leir::Stmt*, std::string> init_kind;  // "tinit", "subst", or absent
+  std::set<const leir::Loop*> reducing_vector_loops;  // V loops with an accumulation across iterations
 
   Emitter(const leir::Program& prog, const TirOptions& opts)
       : p(prog), o(opts), table(leir::build_tensor_table(prog)), plan(plan_inits(prog, table)) {}
@@ -278,6 +279,10 @@ struct Emitter {
     std::string v = py_name(l.var);
     LoopKind k = l.kind;
     if (k == LoopKind::Bound && o.cpu_compatible) k = LoopKind::Serial;
+    // A V loop that accumulates across its iterations (LEIR.md §3, exception (1)) is a vector
+    // reduction; T.vectorized over a reduction block is not one (TVM gets that from rfactor), so
+    // it stays a serial loop here, which LEIR allows (any target order for such a reduction).
+    if (k == LoopKind::Vectorized && reducing_vector_loops.count(&l)) k = LoopKind::Serial;
     switch (k) {
       case LoopKind::Serial: return fmt::format("for {} in range({}):", v, range);
       case LoopKind::Parallel: return fmt::format("for {} in T.parallel({}):", v, range);
@@ -472,6 +477,12 @@ struct Emitter {
     for (const auto& l : it.nest.loops) {
       ls.push_back(&l);
       written_in[&l] = leir::tensors_written(it.nest.body);
+      if (l.kind == LoopKind::Vectorized)
+        leir::for_each_stmt(it.nest.body, [&](const leir::Stmt& st, const std::vector<const leir::Loop*>&) {
+          bool m = false;
+          for (const auto& ix : st.lhs->args) m |= mentions_var(ix, l.var);
+          if (!m && plan.accum.count(&st)) reducing_vector_loops.insert(&l);
+        });
     }
     int opened = open_loops(ls);
     for (const auto& inner : it.nest.body) emit_item(inner);
