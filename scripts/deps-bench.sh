@@ -14,10 +14,5 @@ PY_PACKAGES=(apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1 xgboost-cpu==
 check='import tvm, tvm_ffi, xgboost, psutil, cloudpickle
 from tvm.s_tir import meta_schedule
 assert tvm_ffi.__version__.startswith("0.1.14"), tvm_ffi.__version__'
-if [ -x "$V/bin/python3" ] && "$V/bin/python3" -c "$check" >/dev/null 2>&1; then
-  exit 0
-fi
-echo "deps-bench: creating $V (${PY_PACKAGES[*]})" >&2
-[ -x "$V/bin/python3" ] || /usr/bin/python3 -m venv "$V"
-"$V/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
-"$V/bin/python3" -c "$check"
+source scripts/lib.sh
+venv_ensure "$V" "" "$check" "${PY_PACKAGES[@]}"

@@ -6,10 +6,6 @@
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv-schemathesis/bin/python3 ]; then
-  /usr/bin/python3 -m venv .venv-schemathesis
-fi
-if ! .venv-schemathesis/bin/python3 -c "import schemathesis, hypothesis; assert hypothesis.__version__ == '6.124.0'" >/dev/null 2>&1; then
-  echo "deps: installing schemathesis into .venv-schemathesis" >&2
-  .venv-schemathesis/bin/pip install -q --disable-pip-version-check "schemathesis==3.39.16" "hypothesis==6.124.0"
-fi
+source scripts/lib.sh
+venv_ensure .venv-schemathesis "" "import schemathesis, hypothesis; assert hypothesis.__version__ == '6.124.0'" \
+  "schemathesis==3.39.16" "hypothesis==6.124.0"

@@ -5,7 +5,7 @@
 # for the C target and compile them with the system compiler, against the TVM/FFI headers of the
 # project venv's apache-tvm (its wheel carries none). Its libtvm links the CUDA 12 runtime and
 # NVRTC (PyPI wheels) and libcuda.so.1 (the toolkit's stub; nothing runs on a GPU).
-# Creates .venv-tvm-old idempotently (needs scripts/deps.sh first); heavy tests only.
+# Creates .venv-tvm-old idempotently (needs scripts/deps-test.sh first); heavy tests only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 V=.venv-tvm-old

@@ -3,6 +3,6 @@
 # Heavy sweeps are excluded here; run them with scripts/test-heavy.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps-test.sh
 scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" -LE heavy --output-on-failure -j"${JOBS:-$(nproc)}" --timeout 900

@@ -89,7 +89,7 @@ Tally check_cases(const fs::path& dir, const fs::path& cases_path) {
   fs::path status_path = dir / "export.jsonl", ort_path = dir / "ort.jsonl";
   std::string src = STEPTP_SOURCE_DIR;
   std::string py_ort = src + "/.venv-onnx/bin/python3";
-  EXPECT_TRUE(fs::exists(py_ort)) << py_ort << " is missing: run scripts/deps.sh";
+  EXPECT_TRUE(fs::exists(py_ort)) << py_ort << " is missing: run scripts/deps-test.sh";
   EXPECT_EQ(std::system(fmt::format("/usr/bin/python3 {}/tests/import/export_models.py {} {}", src, cases_path.string(),
                                     status_path.string()).c_str()), 0);
   EXPECT_EQ(std::system(fmt::format("{} {}/tests/import/ort_run.py {} {}", py_ort, src, cases_path.string(),
