@@ -45,7 +45,9 @@ RegisterCommand reg{{"verify", "check that program B is equivalent to program A"
     verify::VerifyReport r;
     try {
       if (inputs->empty()) r = verify::verify(a, b, *opts);
-      else r = verify::verify(a, b, std::vector<leir::TensorMap>{leir::read_values_file(*inputs)}, *opts);
+      else  // keyed by name as `run --inputs` does (aliases resolved, ambiguous keys refused)
+        r = verify::verify(a, b, std::vector<leir::TensorMap>{leir::key_by_name(a, leir::read_values_file(*inputs), *inputs)},
+                           *opts);
     } catch (const leir::LeirError& e) {
       std::cerr << e.what() << "\n";
       return 2;

@@ -156,25 +156,17 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
       for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
       break;
     }
-    int status = 0;
+    // Watchdog per comparison: the child advances `current` as it goes; one stuck comparison
+    // is killed, not the whole batch.
     int32_t seen = -1;
     auto since = Clock::now();
-    bool timed_out = false;
-    auto sleep = std::chrono::microseconds(100);
-    while (true) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid || (w < 0 && errno != EINTR)) break;
+    backend::cpu::ChildExit e = backend::cpu::wait_child(pid, [&] {
       int32_t cur = sh->current.load();
-      if (cur != seen) seen = cur, since = Clock::now(), sleep = std::chrono::microseconds(100);
-      if (secs(since) > pair_timeout_s) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
-    }
+      if (cur != seen) seen = cur, since = Clock::now();
+      return secs(since) > pair_timeout_s;
+    });
+    const int status = e.status;
+    const bool timed_out = e.killed;
     size_t cur = size_t(sh->current.load());
     if (cur < pairs.size() && sh->slots[cur].status == 0) {
       // The child died on comparison `cur`: it fails, the rest continue in a new child.

@@ -8,6 +8,7 @@
 #include "leir/parser.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
+#include "leir/values.h"
 
 namespace fs = std::filesystem;
 using namespace steptp::leir;
@@ -111,3 +112,35 @@ TEST(RoundTrip, ProgramFilesReadInEveryForm) {
     EXPECT_EQ(print_body(back.body), print_body(p.body));
   }
 }
+
+namespace steptp::leir {
+namespace {
+
+TEST(ValuesFiles, KeyByNameResolvesAliasesAndRefusesAmbiguity) {
+  // LEIR.md §1: values files may key a known tensor by its name or its alias (run/verify --inputs).
+  auto p = program_from_text("input A: f64[2] as \"x.in\"\nparam W: f64[2] as \"A2\"\noutput C: f64[2]\n"
+                             "L^{2}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*W^{f64,g}_{a};];",
+                             "alias.leir");
+  TensorValue v{DType::F64, {2}, {1, 2}};
+  auto keyed = key_by_name(p, {{"x.in", v}, {"W", v}}, "vals.json");
+  EXPECT_EQ(keyed.count("A"), 1u);
+  EXPECT_EQ(keyed.count("x.in"), 0u);
+  TensorMap by_alias{{"x.in", v}};
+  EXPECT_EQ(find_value(by_alias, "A", "x.in"), &by_alias.at("x.in"));
+  EXPECT_EQ(find_value(by_alias, "W", "A2"), nullptr);
+  // "A" names one tensor and is the alias of another: refused, not guessed.
+  auto q = program_from_text("input A: f64[2]\nparam W: f64[2] as \"A\"\noutput C: f64[2]\n"
+                             "L^{2}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*W^{f64,g}_{a};];",
+                             "ambiguous.leir");
+  EXPECT_THROW(key_by_name(q, {{"A", v}}, "vals.json"), LeirError);
+  try {
+    key_by_name(p, {{"A", v}, {"x.in", v}}, "vals.json");
+    ADD_FAILURE() << "a tensor given by name and alias was accepted";
+  } catch (const LeirError& e) {
+    EXPECT_NE(std::string(e.what()).find("given twice"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vals.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace steptp::leir

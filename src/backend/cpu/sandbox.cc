@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -61,6 +62,27 @@ pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child) {
   return pid;
 }
 
+ChildExit wait_child(pid_t pid, const std::function<bool()>& expired) {
+  ChildExit e;
+  auto sleep = std::chrono::microseconds(50);
+  while (true) {
+    pid_t w = waitpid(pid, &e.status, WNOHANG);
+    if (w == pid) return e;
+    if (w < 0 && errno != EINTR) {
+      e.wait_failed = true;
+      return e;
+    }
+    if (expired()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &e.status, 0);
+      e.killed = true;
+      return e;
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+  }
+}
+
 SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits) {
   SandboxResult r;
   auto buffers = prog.bind(inputs);
@@ -77,26 +99,15 @@ SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& input
     r.message = fmt::format("fork failed: {}", std::strerror(errno));
     return r;
   }
-  int status = 0;
-  bool timed_out = false;
-  auto sleep = std::chrono::microseconds(50);
-  while (true) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) {
-      r.message = fmt::format("waitpid failed: {}", std::strerror(errno));
-      return r;
-    }
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (elapsed > limits.time_limit_s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+  ChildExit e = wait_child(pid, [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limits.time_limit_s;
+  });
+  if (e.wait_failed) {
+    r.message = fmt::format("waitpid failed: {}", std::strerror(errno));
+    return r;
   }
+  const int status = e.status;
+  const bool timed_out = e.killed;
   r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out) {
     r.status = RunStatus::TimedOut;

@@ -38,6 +38,16 @@ struct SandboxResult {
 // _exit. Returns the child's pid, or -1 with errno set.
 pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child);
 
+// How a child ended: its wait status, or killed by wait_child, or waitpid failed (errno kept).
+struct ChildExit {
+  int status = 0;
+  bool killed = false;
+  bool wait_failed = false;
+};
+// Waits for child `pid`, polling with back-off (50 µs .. 5 ms); between polls `expired()` decides
+// whether to SIGKILL it (a deadline, or a watchdog that restarts on progress).
+ChildExit wait_child(pid_t pid, const std::function<bool()>& expired);
+
 // Binds inputs (errors in the inputs throw leir::LeirError, as in CpuProgram::bind).
 SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits = {});
 
