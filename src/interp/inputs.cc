@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "base/hash.h"
 #include "interp/affine.h"
 #include "interp/domains.h"
 #include "interp/scalar_ops.h"
@@ -51,11 +52,6 @@ double Rng::normal() {
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
 
 struct IntRange {
   int64_t lo = INT64_MIN;
@@ -154,7 +150,7 @@ leir::TensorMap generate_inputs(const leir::Program& p, uint64_t seed, InputProf
   for (const auto& d : p.known) {
     // Params that carry their values in the signature (LEIR.md §1) are not generated.
     if ((d.role != leir::Role::Input && d.role != leir::Role::Param) || d.value) continue;
-    Rng rng(seed ^ fnv1a(d.name));
+    Rng rng(seed ^ base::fnv1a(d.name));
     rng.next();
     leir::TensorValue v;
     v.dtype = d.dtype;

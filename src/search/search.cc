@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/hash.h"
 #include "analysis/affine.h"
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
@@ -176,12 +177,7 @@ uint64_t program_hash(const leir::Program& p) {
   std::string s;
   for (const auto& d : p.known) s += leir::signature_line(d) + "\n";
   s += leir::print_body(p.body);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return base::fnv1a(s, base::kProgramHashBasis);
 }
 
 std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }

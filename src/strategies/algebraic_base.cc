@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/hash.h"
 #include "analysis/accumulation.h"
 #include "analysis/algebra.h"
 #include "interp/inputs.h"
@@ -467,14 +468,6 @@ std::set<std::string> risky_denominators(const ExprPtr& e, const std::set<std::s
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 constexpr int kProfiles = 8;
 constexpr int kProbes = 64;
@@ -488,7 +481,7 @@ struct ProbeEnv {
   double leaf(const Expr& e, const std::string& key) const {
     auto it = values.find(key);
     if (it != values.end()) return it->second;
-    interp::Rng rng(fnv1a(key) ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(probe + 1)));
+    interp::Rng rng(base::fnv1a(key, base::kProgramHashBasis) ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(probe + 1)));
     double v;
     if (e.kind == ExprKind::IndexVar) {
       v = static_cast<double>(rng.uniform_int(0, 3));

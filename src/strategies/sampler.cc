@@ -6,12 +6,6 @@
 
 namespace steptp::strategies {
 
-uint64_t mix_seed(uint64_t seed, uint64_t stream) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::vector<size_t> choose_indices(size_t n, size_t k, uint64_t seed) {
   std::vector<size_t> idx(n);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/hash.h"
 #include "leir/ast.h"
 #include "strategies/strategy.h"
 
@@ -29,7 +30,6 @@ std::optional<Candidate> sample_one(const Strategy& s, const leir::Program& p, u
 // k distinct indices of [0, n) in draw order (all of them, shuffled, when k >= n).
 std::vector<size_t> choose_indices(size_t n, size_t k, uint64_t seed);
 
-// Mixes a seed with a stream number (SplitMix64 finalizer).
-uint64_t mix_seed(uint64_t seed, uint64_t stream);
+using base::mix_seed;
 
 }  // namespace steptp::strategies

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/hash.h"
 #include "leir/ir_mutator.h"
 #include "workloads/bench_size.h"
 #include "workloads/workload.h"
@@ -23,13 +24,6 @@ Registry& registry() {
   return r;
 }
 
-// FNV-1a: mixes the workload name into its seed so that one seed gives unrelated draws for
-// different workloads, identically on every machine.
-uint64_t name_hash(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 constexpr int kMaxSampleTries = 10000;
 
@@ -109,7 +103,8 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
       throw std::invalid_argument(fmt::format("{}: hyper-parameter '{}' = {} is outside its range [{}, {}]",
                                               w.name, name, value, it->lo, it->hi));
   }
-  interp::Rng rng(seed * 0x9E3779B97F4A7C15ull ^ name_hash(w.name));
+  // The workload's name mixed into its seed: one seed gives unrelated draws per workload.
+  interp::Rng rng(seed * 0x9E3779B97F4A7C15ull ^ base::fnv1a(w.name, base::kProgramHashBasis));
   std::string last_error;
   const int tries = size == SizeClass::Bench ? kBenchMaxDraws : kMaxSampleTries;
   for (int attempt = 0; attempt < tries; ++attempt) {

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/hash.h"
 #include "backend/cpu/codegen.h"
 
 extern char** environ;
@@ -28,13 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t fnv1a(std::string_view s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -118,8 +112,8 @@ std::map<std::string, LoadedKernel>& loaded() {
 }  // namespace
 
 std::string content_hash(std::string_view data) {
-  uint64_t a = fnv1a(data, 0xcbf29ce484222325ULL);
-  uint64_t b = fnv1a(data, 0x84222325cbf29ce4ULL ^ a);
+  uint64_t a = base::fnv1a(data);
+  uint64_t b = base::fnv1a(data, 0x84222325cbf29ce4ULL ^ a);
   return fmt::format("{:016x}{:016x}", a, b);
 }
 
