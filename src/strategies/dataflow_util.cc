@@ -5,6 +5,7 @@
 #include "analysis/affine.h"
 #include "analysis/names.h"
 #include "leir/ir_mutator.h"
+#include "strategies/loop_sites.h"
 
 namespace steptp::strategies::dataflow {
 
@@ -74,6 +75,11 @@ std::vector<std::string> fresh_tensor_names(const Program& p, int count) {
   std::vector<std::string> out;
   for (int i = 0; i < count; ++i) out.push_back(names.fresh_tensor());
   return out;
+}
+
+bool single_writer(const analysis::UseDef& ud, const std::string& t, int item) {
+  auto w = ud.writers(t);
+  return w.size() == 1 && w[0] == item;
 }
 
 std::string fresh_var(const std::set<std::string>& taken) {
@@ -220,10 +226,9 @@ std::vector<ExprPtr> var_exprs(const std::vector<std::string>& vars) {
 }
 
 Nest make_nest(std::vector<Loop> loops, std::vector<Stmt> stmts) {
-  Nest n;
-  n.loops = std::move(loops);
-  for (auto& s : stmts) n.body.push_back(Item::of(std::move(s)));
-  return n;
+  std::vector<Item> body;
+  for (auto& s : stmts) body.push_back(Item::of(std::move(s)));
+  return loops::make_nest(std::move(loops), std::move(body));
 }
 
 Stmt make_stmt(ExprPtr lhs, ExprPtr rhs) {

@@ -28,6 +28,8 @@ bool same_headers(const leir::Nest& a, const leir::Nest& b);
 bool conflict(const analysis::ReadWrite& a, const analysis::ReadWrite& b);
 // Item `from` can move to just before item `to` (from < to) without crossing a conflicting item.
 bool can_sink(const analysis::UseDef& ud, int from, int to);
+// Whether top-level item `item` is the only writer of tensor `t`.
+bool single_writer(const analysis::UseDef& ud, const std::string& t, int item);
 
 bool is_output(const leir::Program& p, const std::string& tensor);
 bool is_known(const leir::Program& p, const std::string& tensor);

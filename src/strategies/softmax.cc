@@ -43,10 +43,6 @@ ExprPtr neg_inf() { return leir::make_neg(leir::make_number(std::numeric_limits<
 bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
 bool is_binary(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
 
-bool single_writer(const analysis::UseDef& ud, const std::string& t, int item) {
-  auto w = ud.writers(t);
-  return w.size() == 1 && w[0] == item;
-}
 
 // ---- pattern matching -------------------------------------------------------------------------
 

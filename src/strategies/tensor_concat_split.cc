@@ -210,11 +210,6 @@ Stmt shifted_stmt(const Stmt& s, const std::string& v, int64_t shift, const std:
   return make_stmt(shifted(s.lhs, v, shift, rename), shifted(s.rhs, v, shift, rename));
 }
 
-bool single_writer(const analysis::UseDef& ud, const std::string& t, int item) {
-  auto w = ud.writers(t);
-  return w.size() == 1 && w[0] == item;
-}
-
 std::vector<int64_t> shape_of(const leir::TensorTable& t, const std::string& name) { return t.at(name).shape; }
 
 // ---- 4 tensor_concat_to_fuse_operators --------------------------------------------------------
