@@ -11,6 +11,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev python3-requests
+  libcurl4-openssl-dev
   libonnx-dev libprotobuf-dev python3-onnx
   libopenblas0-pthread libopenblas-pthread-dev
   libxgboost-dev
