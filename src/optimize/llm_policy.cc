@@ -33,7 +33,8 @@ class LlmPolicy : public Policy {
     int64_t reserved_calls = 0, reserved_tokens = 0;
     for (int i = 0; i < requests; ++i) {
       if (!spend.can_call() || (spend.budget().calls && spend.calls + reserved_calls >= spend.budget().calls)) break;
-      int64_t allow = spend.token_allowance(o_.chat.max_tokens) - reserved_tokens;
+      int64_t allow = spend.budget().tokens ? spend.token_allowance(o_.chat.max_tokens) - reserved_tokens
+                                            : int64_t(o_.chat.max_tokens);
       if (allow <= 0) break;
       uint64_t seed = strategies::mix_seed(strategies::mix_seed(s.key, draw), uint64_t(i));
       sent.push_back(chat_request(o_.chat, messages, int(allow), seed));
