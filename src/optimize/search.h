@@ -60,7 +60,7 @@ struct Node {
   double speedup = 1;                              // measured, over the root
   std::vector<int> children;
   uint64_t draws = 0;         // asks so far
-  int failures = 0;           // failed proposals
+  int failures = 0;           // proposals that failed or reached a known state
   std::string feedback;       // the last failure, for the next prompt
   int visits = 0;             // mcts
   double value_sum = 0;       // mcts

@@ -19,7 +19,6 @@ void chain(Tree& t, const SearchOptions& o) {
       cur = kids.front();
       continue;
     }
-    if (!kids.empty()) t.nodes[size_t(cur)].failures++;  // a state reached before: no progress
     if (t.nodes[size_t(cur)].failures >= o.retries) break;
   }
 }

@@ -74,6 +74,8 @@ std::vector<int> Tree::expand(int node, int n) {
         nodes[size_t(node)].children.push_back(int(nodes.size()));
         nodes.push_back(std::move(c));
         if (!oc.cached) policy_.observe(*oc.program, std::log2(std::max(1e-9, oc.speedup_vs_root)));
+      } else {
+        nodes[size_t(node)].failures++;  // a state known already: no progress (closes a state asked in vain)
       }
       e.child = it->second;
       if (std::find(reached.begin(), reached.end(), e.child) == reached.end()) reached.push_back(e.child);
