@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "import/onnx_import.h"
 #include "leir/program_io.h"
 #include "optimize/metrics.h"
@@ -36,12 +37,6 @@ using nlohmann::json;
 
 namespace steptp::cli {
 namespace {
-
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-  if (!f.flush()) throw std::runtime_error("cannot write " + p.string());
-}
 
 std::string read_file(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -204,9 +199,9 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
         std::string stem = file_stem(k, root.name);
         std::string ev;
         for (const auto& e : r["events"]) ev += e.dump() + "\n";
-        write_file(out / "events" / (stem + ".jsonl"), ev);
+        write_result(out / "events" / (stem + ".jsonl"), ev);
         r.erase("events");
-        write_file(out / "programs" / (stem + ".json"), r.dump(1) + "\n");
+        write_result(out / "programs" / (stem + ".json"), r.dump(1) + "\n");
         names.push_back(stem);
         per.push_back(r["metrics"]);
       }
@@ -217,7 +212,7 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
     json metrics = {{"policy", o->policy}, {"search", o->search}, {"measure", o->measure}, {"aggregate", agg},
                     {"programs", per_j}};
     if (o->rescore) metrics.erase("policy"), metrics.erase("search"), metrics.erase("measure");
-    write_file(out / "metrics.json", metrics.dump(1) + "\n");
+    write_result(out / "metrics.json", metrics.dump(1) + "\n");
     if (o->json) std::cout << metrics.dump() << "\n";
     else std::cout << optimize::metrics_table(names, per, agg);
     return 0;

@@ -48,38 +48,24 @@ void beam(Tree& t, const SearchOptions& o) {
   }
 }
 
-// Depth first: a stack of states, the fastest child on top.
-void dfs(Tree& t, const SearchOptions& o) {
-  std::vector<int> stack{0};
+// DFS and BFS differ only in the end of the frontier they take the next state from: the newest
+// (depth first; the fastest child on top) or the oldest (level by level).
+void frontier_search(Tree& t, const SearchOptions& o, bool depth_first) {
+  std::deque<int> frontier{0};
   int expansions = 0;
-  while (!stack.empty() && expansions < o.nodes && !t.exhausted()) {
-    int n = stack.back();
-    stack.pop_back();
+  while (!frontier.empty() && expansions < o.nodes && !t.exhausted()) {
+    int n = depth_first ? frontier.back() : frontier.front();
+    if (depth_first) frontier.pop_back();
+    else frontier.pop_front();
     if (t.nodes[size_t(n)].depth >= o.depth) continue;
     auto kids = t.expand(n, o.proposals);
     expansions++;
-    std::vector<int> fresh;
+    std::vector<int> fresh;  // new states (a state reached before is not searched again)
     for (int k : kids)
       if (t.nodes[size_t(k)].parent == n && t.nodes[size_t(k)].draws == 0) fresh.push_back(k);
     t.sort_fastest(fresh);
-    for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) stack.push_back(*it);
-  }
-}
-
-// Breadth first: a FIFO queue, so every state of depth d is asked before any of depth d+1.
-void bfs(Tree& t, const SearchOptions& o) {
-  std::deque<int> queue{0};
-  int expansions = 0;
-  while (!queue.empty() && expansions < o.nodes && !t.exhausted()) {
-    int n = queue.front();
-    queue.pop_front();
-    if (t.nodes[size_t(n)].depth >= o.depth) continue;
-    auto kids = t.expand(n, o.proposals);
-    expansions++;
-    for (int k : kids)
-      if (t.nodes[size_t(k)].parent == n && t.nodes[size_t(k)].draws == 0 &&
-          std::find(queue.begin(), queue.end(), k) == queue.end())
-        queue.push_back(k);
+    if (depth_first) std::reverse(fresh.begin(), fresh.end());
+    frontier.insert(frontier.end(), fresh.begin(), fresh.end());
   }
 }
 
@@ -111,8 +97,8 @@ SearchResult run_search(const leir::Program& root, Policy& policy, Funnel& funne
     case SearchKind::Chain: chain(t, o); break;
     case SearchKind::Greedy: greedy(t, o); break;
     case SearchKind::Beam: beam(t, o); break;
-    case SearchKind::Dfs: dfs(t, o); break;
-    case SearchKind::Bfs: bfs(t, o); break;
+    case SearchKind::Dfs: frontier_search(t, o, true); break;
+    case SearchKind::Bfs: frontier_search(t, o, false); break;
     case SearchKind::Mcts: return run_mcts(t, o);
   }
   return t.finish();

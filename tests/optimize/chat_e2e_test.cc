@@ -4,9 +4,7 @@
 // output, HTTP 429 (retried) and 500, and a hang past the timeout — each a counted outcome, none
 // a crash; then a rerun without a server replays the answers from the run directory.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -15,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataset/dataset_test_util.h"
 #include "dataset/prompt.h"
 #include "leir/program_io.h"
 #include "optimize/policy.h"
 #include "search/search.h"
+#include "serve/server_process.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
 
@@ -32,60 +32,18 @@ const char* kRoot =
     "name scale\ninput A: f64[4,8]\noutput C: f64[4,8]\n"
     "B^{4}_{tx=0}L^{8}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];\n";
 
-fs::path tmp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("steptp_optimize_e2e_" + std::to_string(getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
+// chat_server.py on a free loopback port, stopped by the destructor.
+serve::testing::ServerProcess chat_server(const fs::path& script, const fs::path& log) {
+  return serve::testing::ServerProcess(serve::testing::ServerProcess::Command{
+      {"/usr/bin/python3", std::string(STEPTP_SOURCE_DIR) + "/tests/optimize/chat_server.py", script.string(),
+       log.string()}});
 }
 
-class ChatServer {
- public:
-  ChatServer(const fs::path& script, const fs::path& log) {
-    int out[2];
-    if (pipe(out) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      std::string py = "/usr/bin/python3", srv = std::string(STEPTP_SOURCE_DIR) + "/tests/optimize/chat_server.py";
-      std::string a = script.string(), b = log.string();
-      char* argv[] = {py.data(), srv.data(), a.data(), b.data(), nullptr};
-      execv(argv[0], argv);
-      _exit(127);
-    }
-    close(out[1]);
-    FILE* f = fdopen(out[0], "r");
-    char line[64] = {0};
-    bool ok = fgets(line, sizeof line, f) != nullptr;
-    fclose(f);
-    if (!ok) throw std::runtime_error("chat_server.py did not start");
-    port_ = std::stoi(line);
-  }
-  ~ChatServer() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+std::string url(const serve::testing::ServerProcess& s) { return "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"; }
 
 int run(const std::string& cmd) {
   int rc = std::system((cmd + " > /dev/null 2>&1").c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<json> read_jsonl(const fs::path& p) {
-  std::vector<json> out;
-  std::ifstream f(p);
-  std::string line;
-  while (std::getline(f, line))
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
 }
 
 std::string wrap(const json& answer) { return "<think>scripted</think><answer>" + answer.dump() + "</answer>"; }
@@ -120,17 +78,18 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
       {{"status", 500}}, {{"status", 500}},                                                         // 8 500, 500
       {{"delay_s", 4}, {"content", "late"}}, {{"delay_s", 4}, {"content", "late"}},                 // 9 hang, hang
   });
-  fs::path dir = tmp_dir("funnel");
+  fs::path dir = dataset::testing::tmpdir("optimize_e2e", "funnel");
+  fs::create_directories(dir);
   std::ofstream(dir / "script.json") << script.dump();
   std::ofstream(dir / "root.leir") << kRoot;
   std::string cmd;
   {
-    ChatServer server(dir / "script.json", dir / "requests.jsonl");
+    auto server = chat_server(dir / "script.json", dir / "requests.jsonl");
     cmd = std::string(STEPTP_EXE) + " optimize " + (dir / "root.leir").string() + " --policy llm --out " +
           (dir / "run").string() +
           " --search bfs --depth 1 --nodes 1 --proposals 9 --concurrency 1 --measure model --timeout 1"
           " --http-retries 1 --backoff 0.05 --max-calls 9 --model scripted-model --json --base-url ";
-    ASSERT_EQ(run(cmd + server.url()), 0);
+    ASSERT_EQ(run(cmd + url(server)), 0);
   }
   json m = json::parse(std::ifstream(dir / "run" / "metrics.json"));
   const json& f = m["aggregate"]["funnel"];
@@ -144,7 +103,7 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
   EXPECT_EQ(f["inconclusive"], 0);
   EXPECT_EQ(m["aggregate"]["cost"]["calls"], 9);
 
-  auto events = read_jsonl(dir / "run" / "events" / "000-scale.jsonl");
+  auto events = dataset::testing::lines(dir / "run" / "events" / "000-scale.jsonl");
   ASSERT_EQ(events.size(), 9u);
   EXPECT_EQ(events[0]["outcome"]["form"], "action");
   EXPECT_EQ(events[1]["outcome"]["form"], "ir");
@@ -161,7 +120,7 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
 
   // What was sent: the model, the prompt of dataset/prompt.h with the action menu, and one
   // request per HTTP attempt (the 429 and the 500 retried once, the hang timed out twice).
-  auto requests = read_jsonl(dir / "requests.jsonl");
+  auto requests = dataset::testing::lines(dir / "requests.jsonl");
   EXPECT_EQ(requests.size(), 12u);
   EXPECT_EQ(requests[0]["path"], "/v1/chat/completions");
   EXPECT_EQ(requests[0]["body"]["model"], "scripted-model");
@@ -170,7 +129,7 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
 
   // No server now: every answer is replayed from the run directory, to the same events.
   ASSERT_EQ(run(cmd + "http://127.0.0.1:9/v1"), 0);
-  auto replayed = read_jsonl(dir / "run" / "events" / "000-scale.jsonl");
+  auto replayed = dataset::testing::lines(dir / "run" / "events" / "000-scale.jsonl");
   ASSERT_EQ(replayed.size(), events.size());
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_TRUE(replayed[i]["replayed"].get<bool>() || !replayed[i]["call"].get<bool>());
