@@ -36,26 +36,28 @@ for line in open(os.path.join(os.path.dirname(manifest), "steps.jsonl")):
             break
         open(os.path.join(out, "%03d.leir" % (len(seen) - 1)), "w").write(r["root_program"])
 PY
+  mkdir -p "$OUT/tune"
   for f in "$OUT"/roots/*.leir; do
     k=$(basename "$f" .leir)
-    "$STEPTP" tune "$f" --trials "$BUDGET" --threads 1 --out "$OUT/tune/$k" --json > "$OUT/tune/$k.json" 2>/dev/null ||
-      { mkdir -p "$OUT/tune/$k"; "$STEPTP" tune "$f" --trials "$BUDGET" --threads 1 --out "$OUT/tune/$k" --json > "$OUT/tune/$k.json"; }
+    "$STEPTP" tune "$f" --trials "$BUDGET" --threads 1 --out "$OUT/tune/$k" --json > "$OUT/tune/$k.json"
   done
 fi
 /usr/bin/python3 - "$OUT" "$BUDGET" <<'PY'
 import glob, json, math, os, sys
 out, budget = sys.argv[1], int(sys.argv[2])
 marks = [m for m in (1, 2, 4, 8, 16, 32, 64) if m <= budget]
-print("| policy | search | judged | valid | equivalent | compiles | faster | pass@1 | fast_0 | fast_1 | fast_1.2 | geomean | median |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| policy | search | judged | measured | valid | equivalent | compiles | faster | pass@1 | fast_0 | fast_1 | fast_1.2 | geomean | median |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 curves = []
 for policy in ("random", "model"):
     for search in ("chain", "greedy", "beam", "mcts"):
-        a = json.load(open(os.path.join(out, f"{policy}-{search}.json")))["aggregate"]
+        run = json.load(open(os.path.join(out, f"{policy}-{search}.json")))
+        a = run["aggregate"]
+        measured = sum(len(p["curve_measured"]) for p in run["programs"].values())
         f, r = a["funnel"], a["funnel"]["rates"]
         fp = a["fast_p_vs_naive"]
         p1 = a["pass_at_k"]["pass@1"]
-        print(f"| {policy} | {search} | {f['judged']} | {r['valid']:.2f} | {r['equivalent']:.2f} | {r['compiles']:.2f} | "
+        print(f"| {policy} | {search} | {f['judged']} | {measured} | {r['valid']:.2f} | {r['equivalent']:.2f} | {r['compiles']:.2f} | "
               f"{r['faster']:.2f} | {p1 if p1 is None else round(p1, 3)} | {fp['fast_0']:.2f} | {fp['fast_1']:.2f} | "
               f"{fp['fast_1.2']:.2f} | {a['geomean_speedup']:.3f} | {a['median_speedup']:.3f} |")
         c = a["curve_measured_geomean"]
@@ -65,7 +67,7 @@ if tunes:
     sp = [json.load(open(t))["speedup"] for t in tunes]
     g = math.exp(sum(math.log(max(s, 1e-12)) for s in sp) / len(sp))
     med = sorted(sp)[len(sp) // 2] if len(sp) % 2 else (sorted(sp)[len(sp) // 2 - 1] + sorted(sp)[len(sp) // 2]) / 2
-    print(f"| tune | evolutionary | {budget * len(sp)} trials | | | | | | | {sum(s > 1 for s in sp) / len(sp):.2f} | "
+    print(f"| tune | evolutionary | | {budget * len(sp)} trials | | | | | | | {sum(s > 1 for s in sp) / len(sp):.2f} | "
           f"{sum(s > 1.2 for s in sp) / len(sp):.2f} | {g:.3f} | {med:.3f} |")
 print()
 print("Sample efficiency: geomean best-so-far speedup after m measured candidates")

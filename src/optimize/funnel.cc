@@ -19,7 +19,7 @@ json to_json(const Outcome& o) {
             {"strategy", o.strategy}};
   if (o.program) j["candidate_hash"] = search::hex64(o.hash);
   if (o.budget_stop) j["budget_stop"] = true;
-  if (o.measured) j["speedup_vs_root"] = o.speedup_vs_root;
+  if (o.measured) j["speedup_vs_root"] = o.speedup_vs_root, j["clears_noise"] = o.clears_noise;
   return j;
 }
 
@@ -82,6 +82,7 @@ Outcome Funnel::evaluate(const leir::Program& parent, uint64_t parent_hash, doub
   if (!f.timing->ok) return fail(reward::Stage::Compiles, f.timing->error);
   out.measured = true;
   out.speedup_vs_root = f.timing->cmp.speedup;
+  out.clears_noise = tune::clears_noise(f.timing->cmp);
   if (out.speedup_vs_root < parent_speedup * o_.faster_ratio)
     return fail(reward::Stage::Faster, fmt::format("speedup over the root {:.3g} vs the parent's {:.3g}",
                                                    out.speedup_vs_root, parent_speedup));

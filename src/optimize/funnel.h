@@ -49,6 +49,7 @@ struct Outcome {
   nlohmann::json step;                  // {"strategy","params"} (as steps_so_far lists it)
   bool measured = false;
   double speedup_vs_root = 0;           // measured
+  bool clears_noise = false;            // measured faster than the root by the noise rule (tune::clears_noise)
   // The stage names passed, in order.
   int stages_passed() const { return failed ? int(*failed) : reward::kStageCount; }
 };

@@ -9,7 +9,8 @@
 //   pass@k       the unbiased estimator 1 - C(n-c, k)/C(n, k) over the program's n judged
 //                proposals of which c are correct (verified equivalent and compiled and ran), k ∈
 //                {1, 5, 10} (null when n < k);
-//   best         the best measured speedup over the naive root (1 when none was faster);
+//   best         the best measured speedup over the naive root among the candidates that are
+//                faster than it by the timing policy's noise rule (tune::clears_noise; 1 when none);
 //   curves       best-so-far after each measured candidate, and vs cumulative completion tokens;
 //   cost         LLM calls, prompt and completion tokens, latency (mean, p50, max).
 // Aggregated (aggregate_metrics): the funnel summed; pass@k averaged; fast_p for p ∈ {0, 1, 1.2}
