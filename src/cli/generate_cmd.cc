@@ -46,6 +46,12 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--format", o->format,
                  "chat layout: steptp (train/eval.jsonl), public (public_train/public_eval.jsonl: the "
                  "reconstructed public Step-TP layout) or both")->capture_default_str();
+  auto answer_format = std::make_shared<std::string>("ir");
+  sub.add_option("--answer-format", *answer_format,
+                 "answers of train/eval.jsonl: ir (the transformed program, Step-TP) or action "
+                 "({\"strategy\",\"site\": handle,\"params\"}, the prompt listing each strategy's sites by handle)")
+      ->check(CLI::IsMember({"ir", "action"}))
+      ->capture_default_str();
   sub.add_option("--token-sample", o->token_sample,
                  "programs in the LEIR vs TVMScript/C++/CUDA token comparison of stats.json (-1 = all, 0 = off)")
       ->capture_default_str();
@@ -71,6 +77,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
       return 2;
     }
     o->size = *sc;
+    o->answer_format = dataset::answer_format_from(*answer_format);
     if (*mode == "greedy") o->mode = search::Mode::Greedy;
     else if (*mode == "beam") o->mode = search::Mode::Beam;
     else {

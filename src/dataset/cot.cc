@@ -7,9 +7,11 @@
 // off on the CPU, not just what changed.
 #include <cctype>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "dataset/dataset.h"
+#include "leir/program_io.h"
 
 namespace steptp::dataset {
 namespace {
@@ -247,35 +249,20 @@ std::string make_cot(const json& rec) {
   return c;
 }
 
-json make_chat(const json& rec) {
-  std::string sys =
-      "You are an expert optimizer of tensor programs written in LEIR, a loop-nest tensor IR. Given a program, "
-      "propose a single semantics-preserving optimization step from the known strategy catalogue. Think step by "
-      "step inside <think></think>, then give the answer as JSON inside <answer></answer>.";
-  std::string user = "Program (LEIR):\n" + rec["parent_program"].get<std::string>() + "\n";
-  user += "Target: CPU (C++ with OpenMP).\nSteps so far: ";
-  if (rec["steps_so_far"].empty()) user += "none";
-  else {
-    bool first = true;
-    for (const auto& s : rec["steps_so_far"]) {
-      user += (first ? "" : ", ") + s["strategy"].get<std::string>() + " " + s["params"].dump();
-      first = false;
-    }
-  }
-  user += "\n";
+json make_chat(const json& rec, AnswerFormat f) {
   bool multi = rec["kind"] == "multi";
-  user += multi ? "Task: give several distinct valid single optimization steps, as a JSON list of "
-                  "{\"strategy\", \"params\", \"transformed_IR\"}."
-                : "Task: give one valid optimization step as JSON {\"strategy\", \"params\", \"transformed_IR\"}.";
   json ans = json::array();
+  std::optional<leir::Program> parent;
+  if (f == AnswerFormat::Action) parent = leir::program_from_text(rec["parent_program"].get<std::string>());
   for (const auto& a : rec["answers"])
-    ans.push_back({{"strategy", a["strategy"]}, {"params", a["params"]}, {"transformed_IR", a["result_program"]}});
+    ans.push_back(f == AnswerFormat::Action
+                      ? action_answer(*parent, a)
+                      : json{{"strategy", a["strategy"]}, {"params", a["params"]}, {"transformed_IR", a["result_program"]}});
   std::string answer = multi ? ans.dump() : ans[0].dump();
   std::string asst = "<think>\n" + make_cot(rec) + "</think>\n<answer>" + answer + "</answer>";
-  return {{"messages", json::array({{{"role", "system"}, {"content", sys}},
-                                    {{"role", "user"}, {"content", user}},
-                                    {{"role", "assistant"}, {"content", asst}}})},
-          {"reward_context", reward_context(rec)}};
+  json messages = prompt_messages(rec, f);
+  messages.push_back({{"role", "assistant"}, {"content", asst}});
+  return {{"messages", messages}, {"reward_context", reward_context(rec)}};
 }
 
 json reward_context(const json& rec) {

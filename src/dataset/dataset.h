@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataset/prompt.h"
 #include "leir/ast.h"
 #include "search/search.h"
 #include "workloads/workload.h"
@@ -50,6 +51,9 @@ struct GenerateOptions {
   // Export layout: "steptp" (train/eval.jsonl), "public" (public_train/public_eval.jsonl, the
   // reconstructed public Step-TP layout, dataset/public_format.h) or "both".
   std::string format = "steptp";
+  // Answers of train/eval.jsonl: the whole transformed program (IR, Step-TP) or an action
+  // {"strategy","site": handle,"params"} (dataset/prompt.h), the form `steptp optimize` accepts.
+  AnswerFormat answer_format = AnswerFormat::IR;
   // Distinct programs (roots, parents, results) in the LEIR vs TVMScript/C++/CUDA token
   // comparison of stats.json (dataset/token_stats.h): a seeded sample; -1 = all, 0 = off.
   int token_sample = 200;
@@ -95,8 +99,9 @@ GenerateSummary generate(const GenerateOptions& o);
 nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr);
 // The grounded CoT of a record (sections a-e); every number comes from a field of the record.
 std::string make_cot(const nlohmann::json& rec);
-// Chat record {"messages":[system,user,assistant], "reward_context": reward_context(rec)}.
-nlohmann::json make_chat(const nlohmann::json& rec);
+// Chat record {"messages":[system,user,assistant], "reward_context": reward_context(rec)}: the
+// prompt of dataset/prompt.h, the answer in format `f`.
+nlohmann::json make_chat(const nlohmann::json& rec, AnswerFormat f = AnswerFormat::IR);
 // What a reward needs to score an answer to the record's prompt (reward/reward.h, `steptp serve`):
 // {"root_program", "parent_program" (LEIR text), "root_hash", "parent_hash", "kind", "target",
 // "record_id" (the record's id in steps.jsonl)}.

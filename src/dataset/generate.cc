@@ -448,7 +448,7 @@ GenerateSummary generate(const GenerateOptions& o) {
     std::string split = eval_fams.count(r["root"]["family"].get<std::string>()) ? "eval" : "train";
     r["split"] = split;
     r["id"] = fmt::format("{:06d}", n++);
-    json chat = make_chat(r);
+    json chat = make_chat(r, o.answer_format);
     r["cot"] = make_cot(r);
     std::string chat_line = chat.dump() + "\n";
     size_t ntok = 0;
@@ -565,6 +565,7 @@ GenerateSummary generate(const GenerateOptions& o) {
                    {"files", {{"steps.jsonl", search::hex64(fnv(steps))},
                               {"stats.json", search::hex64(fnv(stats_text))}}}};
   manifest["options"]["format"] = o.format;
+  manifest["options"]["answer_format"] = o.answer_format == AnswerFormat::IR ? "ir" : "action";
   manifest["options"]["token_sample"] = o.token_sample;
   fs::path out(o.out_dir);
   // Each layout's files exist only when it was asked for (no stale files of an earlier run).

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "tune/trace.h"
+
 namespace steptp::reward {
 namespace {
 
@@ -32,6 +34,13 @@ std::optional<std::string> parse_step(const json& j, Step& s) {
   if (has_site) {
     if (s.strategy.empty()) return "an action needs \"strategy\"";
     const json& k = j["site"];
+    if (k.is_string()) {
+      if (!tune::parse_handle(k.get<std::string>()))
+        return "\"site\" must be a site handle such as \"@0/1.2\" (as the prompt lists them) or an index";
+      s.form = Step::Form::Action;
+      s.site_handle = k.get<std::string>();
+      return std::nullopt;
+    }
     // The dataset's records describe a site as {"index": K, ...}; an answer may copy that shape.
     const json& idx = k.is_object() && k.contains("index") ? k["index"] : k;
     if (!idx.is_number_integer() || idx.get<int64_t>() < 0 || idx.get<int64_t>() > 1000000)

@@ -8,9 +8,11 @@
 //   * IR form (train.jsonl, Step-TP): {"strategy"?, "params"?, "transformed_IR": LEIR}, where the
 //     LEIR is a whole program (signature + body, as train.jsonl writes it) or only the compact
 //     body (as public_train.jsonl writes it; the parent's signature is then prepended); or
-//   * action form: {"strategy": NAME, "site": K, "params"?: {...}}: steptp applies strategy NAME
-//     at its K-th site (the index `steptp apply --explain` lists) with those parameters (omitted:
-//     the site's only parameter choice, or its first one).
+//   * action form: {"strategy": NAME, "site": K or HANDLE, "params"?: {...}}: steptp applies
+//     strategy NAME at its K-th site (the index `steptp apply --explain` lists) or at the site
+//     with that stable handle ("@0/1.2": tune/trace.h's site address, as `optimize` prompts and
+//     `generate --answer-format action` list them) with those parameters (omitted: the site's
+//     only parameter choice, or its first one).
 // Parsing never throws: a bad answer is a result with `ok == false` and a reason.
 #pragma once
 
@@ -27,7 +29,8 @@ struct Step {
   enum class Form { IR, Action };
   Form form = Form::IR;
   std::string strategy;            // may be empty in IR form
-  std::optional<int> site;         // action form
+  std::optional<int> site;         // action form, by index ...
+  std::string site_handle;         // ... or by stable handle (tune/trace.h to_handle)
   std::optional<nlohmann::json> params;  // object, when given
   std::string ir;                  // IR form
 };

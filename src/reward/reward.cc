@@ -12,6 +12,7 @@
 #include "leir/validate.h"
 #include "search/search.h"
 #include "strategies/strategy.h"
+#include "tune/trace.h"
 #include "verify/verifier.h"
 
 namespace steptp::reward {
@@ -47,6 +48,15 @@ std::string signature_text(const leir::Program& p) {
   if (!p.name.empty()) s += "name " + p.name + "\n";
   for (const auto& d : p.known) s += leir::signature_line(d) + "\n";
   return s;
+}
+
+// The index of the site an action names by handle; throws std::invalid_argument when absent.
+int site_index(const leir::Program& parent, const Step& step) {
+  const auto* s = strategies::find_strategy(step.strategy);
+  if (!s) throw std::invalid_argument(fmt::format("unknown strategy '{}'", step.strategy));
+  auto i = tune::find_site(s->sites(parent), *tune::parse_handle(step.site_handle));
+  if (!i) throw std::invalid_argument(fmt::format("{} has no site {} in this program", step.strategy, step.site_handle));
+  return int(*i);
 }
 
 json verification_json(const verify::VerifyReport& r) { return json::parse(verify::to_json(r)); }
@@ -214,7 +224,7 @@ Candidate candidate_program(const leir::Program& parent, const Step& step) {
   c.strategy = step.strategy;
   try {
     if (step.form == Step::Form::Action) {
-      c.program = apply_action(parent, step.strategy, *step.site, step.params);
+      c.program = apply_action(parent, step.strategy, step.site ? *step.site : site_index(parent, step), step.params);
       return c;
     }
     if (has_signature(step.ir)) {

@@ -22,6 +22,38 @@ std::optional<size_t> find_site(const std::vector<strategies::Site>& sites, cons
   return std::nullopt;
 }
 
+std::string to_handle(const SiteAddress& a) {
+  std::string h = fmt::format("@{}", fmt::join(a.path, "."));
+  if (!a.detail.empty()) h += fmt::format("/{}", fmt::join(a.detail, "."));
+  if (a.occurrence) h += fmt::format("#{}", a.occurrence);
+  return h;
+}
+
+std::optional<SiteAddress> parse_handle(std::string_view h) {
+  if (h.empty() || h[0] != '@' || h.size() > 256) return std::nullopt;
+  SiteAddress a;
+  std::vector<int>* into = &a.path;
+  size_t i = 1;
+  while (i < h.size()) {
+    char c = h[i];
+    if (c == '/' && into == &a.path) { into = &a.detail; ++i; continue; }
+    if (c == '#') {
+      if (i + 1 >= h.size() || h.find_first_not_of("0123456789", i + 1) != std::string_view::npos || h.size() - i > 6)
+        return std::nullopt;
+      a.occurrence = std::stoi(std::string(h.substr(i + 1)));
+      return a;
+    }
+    size_t end = std::min(h.find_first_not_of("0123456789", i), h.size());
+    if (end == i || end - i > 6) return std::nullopt;  // a number must come here
+    into->push_back(std::stoi(std::string(h.substr(i, end - i))));
+    i = end;
+    if (i < h.size() && h[i] == '.') {
+      if (++i == h.size()) return std::nullopt;
+    }
+  }
+  return a;
+}
+
 leir::Program apply_step(const leir::Program& p, const TraceStep& step) {
   const auto* s = strategies::find_strategy(step.strategy);
   if (!s) throw ReplayError(fmt::format("unknown strategy '{}'", step.strategy));

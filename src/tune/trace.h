@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,13 @@ struct SiteAddress {
 SiteAddress address_of(const std::vector<strategies::Site>& sites, size_t i);
 // Index of the site with that address, if the program still has it.
 std::optional<size_t> find_site(const std::vector<strategies::Site>& sites, const SiteAddress& a);
+
+// The address as one short token for prompts and action answers: "@" + path joined by "." +
+// ("/" + detail joined by ".", when there is a detail) + ("#" + occurrence, when not 0), e.g.
+// "@0/1.2" (item 0, loops 1 and 2) or "@" (the whole program). parse_handle is its inverse
+// (nullopt for anything else).
+std::string to_handle(const SiteAddress& a);
+std::optional<SiteAddress> parse_handle(std::string_view h);
 
 struct TraceStep {
   std::string strategy;

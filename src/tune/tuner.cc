@@ -12,6 +12,7 @@
 #include "strategies/sampler.h"
 #include "tune/cost_model.h"
 #include "tune/database.h"
+#include "tune/facts.h"
 #include "tune/verification.h"
 
 namespace steptp::tune {
@@ -20,101 +21,9 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-json stats_json(const backend::TimingStats& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
-}
-backend::TimingStats stats_from(const json& j) {
-  return {j.at("median_ms").get<double>(), j.at("min_ms").get<double>(), j.at("max_ms").get<double>(),
-          j.at("cv").get<double>(), j.at("repeats").get<int>()};
-}
-
 constexpr size_t kConfirm = 3;
 
-// Comparisons through the store: facts found are reused, the rest measured in one batch.
-class Comparer {
- public:
-  Comparer(MeasurementStore& store, Runner& runner) : store_(store), runner_(runner) {}
-
-  // Times b against a for each pair (a = reference, b = candidate).
-  // `session` separates independent timings of the same pair (a confirmation is a new session).
-  std::vector<PairResult> compare(const std::vector<std::pair<const Node*, const Node*>>& pairs,
-                                  const std::string& session = "time") {
-    std::vector<PairResult> out(pairs.size());
-    std::vector<std::string> keys;
-    std::vector<leir::Program> programs;
-    std::vector<std::pair<int, int>> todo;
-    std::vector<size_t> todo_idx;
-    for (size_t k = 0; k < pairs.size(); ++k) {
-      keys.push_back(measurement_key({session, runner_.identity(), pairs[k].first->text, pairs[k].second->text}));
-      if (auto got = store_.get(keys.back())) {
-        out[k] = from_json(*got);
-        reused++;
-        continue;
-      }
-      programs.push_back(pairs[k].first->program);
-      programs.push_back(pairs[k].second->program);
-      todo.push_back({int(programs.size()) - 2, int(programs.size()) - 1});
-      todo_idx.push_back(k);
-    }
-    if (todo.empty()) return out;
-    auto measured = runner_.run(programs, todo);
-    std::vector<std::pair<std::string, json>> entries;
-    for (size_t m = 0; m < todo.size(); ++m) {
-      const auto& pr = measured[m];
-      json v = pr.ok ? json{{"ok", true}, {"a", stats_json(pr.cmp.a)}, {"b", stats_json(pr.cmp.b)}}
-                     : json{{"ok", false}, {"error", pr.error}};
-      entries.push_back({keys[todo_idx[m]], v});
-    }
-    store_.put_all(entries);
-    measured_now += int(entries.size());
-    // Read back: a concurrent run that stored the same comparison first holds the fact.
-    for (size_t idx : todo_idx) out[idx] = from_json(*store_.get(keys[idx]));
-    return out;
-  }
-
-  int reused = 0, measured_now = 0;
-
- private:
-  static PairResult from_json(const json& v) {
-    PairResult r;
-    r.ok = v.at("ok").get<bool>();
-    if (!r.ok) {
-      r.error = v.value("error", "");
-      return r;
-    }
-    r.cmp.a = stats_from(v.at("a"));
-    r.cmp.b = stats_from(v.at("b"));
-    r.cmp.speedup = r.cmp.b.median_ms > 0 ? r.cmp.a.median_ms / r.cmp.b.median_ms : 1;
-    return r;
-  }
-
-  MeasurementStore& store_;
-  Runner& runner_;
-};
-
-// Verification verdicts through the store (the missing ones in one batch).
-std::vector<json> verdicts(MeasurementStore& store, RootVerifier& verifier, const Node& root,
-                           const std::vector<const Node*>& cands, uint64_t seed) {
-  std::vector<json> out(cands.size());
-  std::vector<std::string> keys;
-  std::vector<const leir::Program*> todo;
-  std::vector<size_t> which;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    keys.push_back(measurement_key({"verify", verifier.method(), std::to_string(seed), root.text, cands[i]->text}));
-    if (auto got = store.get(keys.back())) out[i] = *got;
-    else todo.push_back(&cands[i]->program), which.push_back(i);
-  }
-  if (todo.empty()) return out;
-  auto vs = verifier.check(todo);
-  std::vector<std::pair<std::string, json>> entries;
-  for (size_t k = 0; k < vs.size(); ++k)
-    entries.push_back({keys[which[k]],
-                       {{"equivalent", vs[k].verified}, {"verdict", std::string(verify::to_string(vs[k].report.verdict))},
-                        {"error", vs[k].report.error}}});
-  store.put_all(entries);
-  for (size_t i : which) out[i] = *store.get(keys[i]);
-  return out;
-}
+Subject subject(const Node& n) { return {&n.program, &n.text}; }
 
 std::string strategy_path(const Trace& t) {
   std::string s;
@@ -187,10 +96,10 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
     std::vector<Features> cx;
     for (int c : chosen) cx.push_back(search.nodes()[size_t(c)].x);
     auto pred = model.predict(cx);
-    std::vector<const Node*> cands;
-    for (int c : chosen) cands.push_back(&search.nodes()[size_t(c)]);
-    auto vs = verdicts(store, verifier, root_node, cands, verify_seed);
-    std::vector<std::pair<const Node*, const Node*>> pairs;
+    std::vector<Subject> subjects;
+    for (int c : chosen) subjects.push_back(subject(search.nodes()[size_t(c)]));
+    auto vs = stored_verdicts(store, verifier, root_node.text, subjects, verify_seed);
+    std::vector<std::pair<Subject, Subject>> pairs;
     std::vector<size_t> timed;  // history index of each pair
     for (size_t k = 0; k < chosen.size(); ++k) {
       const Node& n = search.nodes()[size_t(chosen[k])];
@@ -206,7 +115,7 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
         search.set_failed(chosen[k]);
         r.not_verified++;
       } else {
-        pairs.push_back({&root_node, &n});
+        pairs.push_back({subject(root_node), subject(n)});
         timed.push_back(r.history.size());
       }
       r.history.push_back(std::move(t));
@@ -253,8 +162,8 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
       return search.nodes()[size_t(a)].log2_speedup > search.nodes()[size_t(b)].log2_speedup;
     });
     if (top.size() > kConfirm) top.resize(kConfirm);
-    std::vector<std::pair<const Node*, const Node*>> pairs;
-    for (int n : top) pairs.push_back({&search.nodes()[0], &search.nodes()[size_t(n)]});
+    std::vector<std::pair<Subject, Subject>> pairs;
+    for (int n : top) pairs.push_back({subject(search.nodes()[0]), subject(search.nodes()[size_t(n)])});
     auto res = comparer.compare(pairs, "confirm");
     best_node = 0;
     for (size_t k = 0; k < res.size(); ++k)
@@ -281,8 +190,8 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
     if (n.state == Node::State::Measured) r.trajectory[k].speedup_vs_root = std::exp2(n.log2_speedup);
   }
   if (o.time_trajectory && !chain.empty()) {
-    std::vector<std::pair<const Node*, const Node*>> steps;
-    for (int n : chain) steps.push_back({&search.nodes()[size_t(search.nodes()[size_t(n)].parent)], &search.nodes()[size_t(n)]});
+    std::vector<std::pair<Subject, Subject>> steps;
+    for (int n : chain) steps.push_back({subject(search.nodes()[size_t(search.nodes()[size_t(n)].parent)]), subject(search.nodes()[size_t(n)])});
     auto res = comparer.compare(steps);
     for (size_t k = 0; k < res.size(); ++k) {
       if (!res[k].ok) continue;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "reward/answer.h"
+#include "tune/trace.h"
 
 namespace steptp::reward {
 namespace {
@@ -28,6 +29,26 @@ TEST(Answer, ActionFormAcceptsIndexOrSiteObject) {
   auto b = parse_answer("<answer>{\"strategy\":\"s\",\"site\":{\"index\":1,\"path\":[0]},\"params\":{}}</answer>");
   ASSERT_TRUE(b.ok) << b.reason;
   EXPECT_EQ(*b.steps[0].site, 1);
+}
+
+TEST(Answer, ActionFormAcceptsSiteHandles) {
+  auto a = parse_answer("<answer>{\"strategy\":\"loop_tiling\",\"site\":\"@0/1.2\"}</answer>");
+  ASSERT_TRUE(a.ok) << a.reason;
+  EXPECT_EQ(a.steps[0].form, Step::Form::Action);
+  EXPECT_FALSE(a.steps[0].site.has_value());
+  EXPECT_EQ(a.steps[0].site_handle, "@0/1.2");
+  for (const char* bad : {"\"0/1\"", "\"@0//1\"", "\"@0.\"", "\"@x\"", "\"@0#\""}) {
+    auto b = parse_answer(std::string("<answer>{\"strategy\":\"s\",\"site\":") + bad + "}</answer>");
+    EXPECT_FALSE(b.ok) << bad;
+    EXPECT_NE(b.reason.find("site handle"), std::string::npos) << b.reason;
+  }
+  // The handle is tune/trace.h's site address, both ways.
+  for (const tune::SiteAddress& s : {tune::SiteAddress{}, tune::SiteAddress{{0}, {}, 0}, tune::SiteAddress{{2, 1}, {0, 3}, 1}}) {
+    auto back = tune::parse_handle(tune::to_handle(s));
+    ASSERT_TRUE(back) << tune::to_handle(s);
+    EXPECT_EQ(*back, s) << tune::to_handle(s);
+  }
+  EXPECT_EQ(tune::to_handle({{2, 1}, {0, 3}, 1}), "@2.1/0.3#1");
 }
 
 TEST(Answer, ListAndLastAnswerTagCounts) {

@@ -1,4 +1,4 @@
-// A `steptp serve` process for tests: bound to 127.0.0.1 on a free port (--port 0, the URL read
+// A `steptp serve` process (or another HTTP server) for tests: bound to 127.0.0.1 on a free port (--port 0, the URL read
 // from its first output line), always stopped (SIGTERM, then SIGKILL) by the destructor.
 #pragma once
 
@@ -21,7 +21,13 @@ namespace steptp::serve::testing {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> args) {
+  // `steptp serve` with extra arguments.
+  explicit ServerProcess(std::vector<std::string> args) : ServerProcess(Command{serve_command(std::move(args))}) {}
+  // Any server that prints its port (or a URL ending in ":PORT") as its first output line.
+  struct Command {
+    std::vector<std::string> argv;
+  };
+  explicit ServerProcess(Command command) {
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe");
     pid_ = fork();
@@ -29,10 +35,8 @@ class ServerProcess {
       dup2(out[1], 1);
       close(out[0]);
       close(out[1]);
-      std::vector<std::string> argv = {STEPTP_EXE, "serve", "--host", "127.0.0.1", "--port", "0"};
-      argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> a;
-      for (auto& s : argv) a.push_back(s.data());
+      for (auto& s : command.argv) a.push_back(s.data());
       a.push_back(nullptr);
       execv(a[0], a.data());
       _exit(127);
@@ -43,7 +47,7 @@ class ServerProcess {
     if (!fgets(line, sizeof line, f)) {
       fclose(f);
       stop();
-      throw std::runtime_error("steptp serve did not start");
+      throw std::runtime_error(command.argv[0] + " did not start");
     }
     fclose(f);
     std::string l = line;
@@ -92,6 +96,11 @@ class ServerProcess {
   }
 
  private:
+  static std::vector<std::string> serve_command(std::vector<std::string> args) {
+    std::vector<std::string> argv = {STEPTP_EXE, "serve", "--host", "127.0.0.1", "--port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   void stop() {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);

@@ -1,0 +1,46 @@
+// The prompt of a step: the system and user messages that `steptp generate` writes into every
+// chat record and that `steptp optimize` sends to a model — one code path, so a model is asked
+// in operation exactly what it was trained on.
+//
+// Two answer formats. IR (Step-TP): the answer carries the whole transformed program. Action:
+// the answer names a strategy, a site by its stable handle (tune/trace.h to_handle) and
+// parameters, and steptp applies it (reward/answer.h) — far fewer output tokens; the prompt then
+// lists every applicable strategy's sites by handle with their parameter choices (the menu).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "leir/ast.h"
+#include "strategies/strategy.h"
+#include "tune/trace.h"
+
+namespace steptp::dataset {
+
+enum class AnswerFormat { IR, Action };
+AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action"; throws std::invalid_argument
+
+// One site of the action menu: strategy, stable address, description and parameter choices.
+struct MenuSite {
+  std::string strategy;
+  tune::SiteAddress address;
+  std::string description;
+  std::vector<strategies::Params> choices;  // never empty (a parameterless site has one empty choice)
+};
+// Every registered strategy's sites in `p` (catalogue order, then site order), at most
+// kMenuSitesPerStrategy per strategy — the menu a prompt lists and the baselines choose from.
+inline constexpr size_t kMenuSitesPerStrategy = 12;
+std::vector<MenuSite> action_menu(const leir::Program& p);
+
+// The [system, user] messages for a record's state: rec needs "parent_program" (LEIR text),
+// "steps_so_far" ([{"strategy","params"}]) and "kind" ("single" | "multi"); an optional
+// "feedback" string (multi-turn: what became of the previous proposal) is appended.
+nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
+
+// The action-form answer object of a record's answer {"strategy","site":{"index"},"params"}:
+// {"strategy","site": handle,"params"}.
+nlohmann::json action_answer(const leir::Program& parent, const nlohmann::json& answer);
+
+}  // namespace steptp::dataset

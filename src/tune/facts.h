@@ -1,0 +1,53 @@
+// Measurements and verification verdicts as facts of the store (tune/database.h): each is looked
+// up first and only the missing ones are measured (one batch) and recorded, so every consumer —
+// the tuner, `steptp optimize` — replays a run from its store without timing anything again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "leir/ast.h"
+#include "tune/database.h"
+#include "tune/runner.h"
+#include "tune/verification.h"
+
+namespace steptp::tune {
+
+// A program as the store keys it: the program and its canonical text.
+struct Subject {
+  const leir::Program* program;
+  const std::string* text;
+};
+
+// Interleaved comparisons through the store (runner.h's timing policy for the missing ones).
+class Comparer {
+ public:
+  Comparer(MeasurementStore& store, Runner& runner) : store_(store), runner_(runner) {}
+
+  // Times b against a for each pair (a = reference, b = candidate). `session` separates
+  // independent timings of the same pair (a confirmation is a new session).
+  std::vector<PairResult> compare(const std::vector<std::pair<Subject, Subject>>& pairs,
+                                  const std::string& session = "time");
+  // Whether that comparison is a stored fact already (costs no measurement).
+  bool stored(const Subject& a, const Subject& b, const std::string& session = "time");
+
+  int reused = 0, measured_now = 0;
+
+ private:
+  std::string key(const Subject& a, const Subject& b, const std::string& session) const;
+
+  MeasurementStore& store_;
+  Runner& runner_;
+};
+
+// Verdicts of `verifier` (rooted at the program whose text is `root_text`) on the candidates:
+// {"equivalent": bool, "verdict": "exact"|"reassoc"|"failed"|"inconclusive", "error"}.
+std::vector<nlohmann::json> stored_verdicts(MeasurementStore& store, RootVerifier& verifier,
+                                            const std::string& root_text, const std::vector<Subject>& candidates,
+                                            uint64_t seed);
+
+}  // namespace steptp::tune

@@ -1,0 +1,44 @@
+// `generate --answer-format action`: a record's action answer, applied by the reward's parser
+// (the one `optimize` uses), gives exactly the record's result program; and its prompt lists
+// that site's handle (the prompt `optimize` sends).
+#include <gtest/gtest.h>
+
+#include "dataset/dataset.h"
+#include "leir/program_io.h"
+#include "reward/reward.h"
+
+using nlohmann::json;
+
+namespace steptp::dataset {
+namespace {
+
+TEST(ActionRecords, AnswersReplayToTheRecordsResult) {
+  Root r{"u/0", "user",
+         leir::program_from_text("name two\ninput A: f64[4,8]\noutput C: f64[4,8]\n"
+                                 "B^{4}_{tx=0}L^{8}_{a=0}[D^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];"
+                                 "B^{4}_{tx=0}L^{8}_{a=0}[C^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}*D^{f64,g}_{tx,a};];\n")};
+  GenerateOptions o;
+  o.mode = search::Mode::Greedy;
+  o.depth = 1;
+  json recs = root_records(r, o);
+  int checked = 0;
+  for (const auto& rec : recs) {
+    if (rec["kind"] != "single") continue;
+    json chat = make_chat(rec, AnswerFormat::Action);
+    std::string user = chat["messages"][1]["content"], asst = chat["messages"][2]["content"];
+    auto parsed = reward::parse_answer(asst);
+    ASSERT_TRUE(parsed.ok) << parsed.reason;
+    const auto& step = parsed.steps.front();
+    ASSERT_EQ(step.form, reward::Step::Form::Action);
+    EXPECT_NE(user.find(step.site_handle), std::string::npos) << "the prompt does not list " << step.site_handle;
+    leir::Program parent = leir::program_from_text(rec["parent_program"].get<std::string>());
+    auto cand = reward::candidate_program(parent, step);
+    ASSERT_TRUE(cand.program) << cand.error;
+    EXPECT_EQ(leir::program_to_text(*cand.program), rec["answers"][0]["result_program"].get<std::string>());
+    checked++;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+}  // namespace
+}  // namespace steptp::dataset
