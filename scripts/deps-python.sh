@@ -4,8 +4,9 @@
 #   * Debian: python3-dev (headers of the extension module), python3-pytest (the suite runner);
 #   * PyPI nanobind in the project venv .venv: the binding generator, so scripts/build.sh builds
 #     the module beside the CLI (pip install . gets its own copy through pyproject.toml);
-#   * PyPI datasets in its own venv .venv-datasets: the test that loads the generated files with
-#     datasets.load_dataset("json", ...); it pulls numpy 2, which Debian's torch 1.13 cannot use.
+#   * PyPI datasets and pytest in their own venv .venv-datasets: the test that loads the generated
+#     files with datasets.load_dataset("json", ...), and a second run of the package's suite under
+#     NumPy 2 (datasets pulls numpy 2, which Debian's torch 1.13 cannot use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,7 @@ fi
 if [ ! -x .venv-datasets/bin/python3 ]; then
   /usr/bin/python3 -m venv .venv-datasets
 fi
-if ! .venv-datasets/bin/python3 -c "import datasets" >/dev/null 2>&1; then
-  echo "deps-python: installing datasets into .venv-datasets" >&2
-  .venv-datasets/bin/pip install -q --disable-pip-version-check datasets==5.2.0
+if ! .venv-datasets/bin/python3 -c "import datasets, pytest" >/dev/null 2>&1; then
+  echo "deps-python: installing datasets and pytest into .venv-datasets" >&2
+  .venv-datasets/bin/pip install -q --disable-pip-version-check datasets==5.2.0 pytest==9.2.0
 fi

@@ -1,5 +1,5 @@
 """HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
-/v1/score/batch. Uses Debian's python3-requests (imported when a client is made, so the in-process
+/v1/score/batch. Uses Debian's python3-requests (imported at the first request, so the in-process
 scorer needs no requests); a 429 is retried after its Retry-After."""
 
 import json
@@ -28,11 +28,15 @@ class StepTPClient:
         self.url = service_url(url)
         self.timeout = timeout
         self.retries = retries
-        if session is None:
+        self._session = session
+
+    @property
+    def session(self):
+        if self._session is None:
             import requests
 
-            session = requests.Session()
-        self.session = session
+            self._session = requests.Session()
+        return self._session
 
     def _post(self, path, body):
         for attempt in range(self.retries + 1):

@@ -4,6 +4,7 @@ files generate() writes (PyPI datasets in its own venv, .venv-datasets: scripts/
 import json
 import os
 import subprocess
+import sys
 
 import steptp
 
@@ -60,6 +61,6 @@ def test_readme_and_docs_examples_run():
         with open(os.path.join(ROOT, doc)) as f:
             text = f.read()
         code = text.split("```python\n", 1)[1].split("```", 1)[0]
-        r = subprocess.run(["/usr/bin/python3", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, doc + ": " + r.stderr
         assert "exact True" in r.stdout and r.stdout.rstrip().endswith("0.1"), r.stdout
