@@ -6,7 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 import steptp
+
+from conftest import cli
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -30,8 +33,15 @@ def test_type_stubs_ship_with_the_module():
 
 def test_generate_and_load_with_datasets(tmp_path):
     out = tmp_path / "ds"
-    s = steptp.generate(out, programs=2, composites=0, examples=False, cost="model", token_sample=0, seed=3)
+    s = steptp.generate(out, programs=2, composites=0, examples=False, cost="model", token_sample=0, seed=3, jobs=2)
     assert s["records"] == s["train"] + s["eval"] > 0 and s["out"] == str(out)
+    # The CLI (one job) writes the same bytes.
+    cli("generate", "--out", tmp_path / "cli", "--programs", 2, "--composites", 0, "--no-examples", "--cost", "model",
+        "--token-sample", 0, "--seed", 3)
+    for f in ("train.jsonl", "eval.jsonl", "steps.jsonl"):
+        assert (out / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    with pytest.raises(ValueError, match="unknown option 'colour'"):
+        steptp.generate(tmp_path / "x", colour="blue")
     lines = {f: sum(1 for _ in open(out / f)) for f in ("train.jsonl", "eval.jsonl", "steps.jsonl")}
     assert lines["train.jsonl"] == s["train"] and lines["eval.jsonl"] == s["eval"]
     first = json.loads(open(out / "train.jsonl").readline())
