@@ -20,3 +20,6 @@ venv_ensure .venv --system-site-packages "import tvm, tokenizers, sympy" \
 
 # ONNX Runtime for the importer's tests, in its own venv (numpy 2; see the script).
 scripts/deps-onnx.sh
+
+# The Python package's build and test tools (nanobind, pytest, datasets in .venv-datasets).
+scripts/deps-python.sh

@@ -1,11 +1,10 @@
 """HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
-/v1/score/batch. Uses Debian's python3-requests; a 429 is retried after its Retry-After."""
+/v1/score/batch. Uses Debian's python3-requests (imported at the first request, so the in-process
+scorer needs no requests); a 429 is retried after its Retry-After."""
 
 import json
 import os
 import time
-
-import requests
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -29,7 +28,15 @@ class StepTPClient:
         self.url = service_url(url)
         self.timeout = timeout
         self.retries = retries
-        self.session = session or requests.Session()
+        self._session = session
+
+    @property
+    def session(self):
+        if self._session is None:
+            import requests
+
+            self._session = requests.Session()
+        return self._session
 
     def _post(self, path, body):
         for attempt in range(self.retries + 1):

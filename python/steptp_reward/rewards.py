@@ -1,4 +1,5 @@
-"""Reward functions for RL trainers, backed by `steptp serve`.
+"""Reward functions for RL trainers, scored in-process by the `steptp` package when it is importable,
+else by `steptp serve` over HTTP.
 
 verl: set `custom_reward_function.path` to this file and `.name` to `compute_score`; put the
 record's `reward_context` (docs/dataset.md) in `reward_model.ground_truth` (dict or JSON text) or
@@ -7,20 +8,33 @@ in `extra_info["reward_context"]`.
 TRL (GRPOTrainer): `reward_funcs=[steptp_reward]`; the dataset's `reward_context` column reaches
 it as a keyword argument. Completions may be strings or conversational message lists.
 
-Both return the service's reward in [-1, 1] (reward/reward.h documents its parts). A reply that
-is not 200 (e.g. a reward_context that is itself invalid) raises: that is a data bug, not a bad
-answer. The service URL comes from $STEPTP_SERVE_URL (default http://127.0.0.1:8080).
+Both return the reward in [-1, 1] (reward/reward.h documents its parts). A reward_context that
+is itself invalid raises: that is a data bug, not a bad answer.
+
+Which scorer: $STEPTP_REWARD_BACKEND=inprocess or =http chooses; unset, a service named by a `url`
+keyword or $STEPTP_SERVE_URL is used over HTTP, else the in-process scorer (steptp.score, the same
+reward module the service runs) when `steptp` is importable, else the service at
+http://127.0.0.1:8080.
 """
 
+import os
+
+from . import local
 from .client import StepTPClient, as_context
 
 _clients = {}
 
 
 def _client(url=None):
-    key = url or ""
+    backend = os.environ.get("STEPTP_REWARD_BACKEND", "")
+    if backend not in ("", "http", "inprocess"):
+        raise ValueError("STEPTP_REWARD_BACKEND must be http or inprocess, not %r" % backend)
+    if backend == "":
+        configured = url or os.environ.get("STEPTP_SERVE_URL")
+        backend = "http" if configured or not local.available() else "inprocess"
+    key = (backend, url or "")
     if key not in _clients:
-        _clients[key] = StepTPClient(url)
+        _clients[key] = local.InProcessScorer() if backend == "inprocess" else StepTPClient(url)
     return _clients[key]
 
 
@@ -52,6 +66,6 @@ def steptp_reward(prompts=None, completions=None, reward_context=None, **kwargs)
     out = []
     for r in replies:
         if r.get("status") != 200:
-            raise RuntimeError("steptp serve refused an item: %s" % r.get("error"))
+            raise RuntimeError("steptp refused an item: %s" % r.get("error"))
         out.append(float(r["reward"]))
     return out

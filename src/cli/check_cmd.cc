@@ -25,25 +25,9 @@ std::string summary_line(const leir::ProgramSummary& s) {
                      leir::format_number(s.flops, s.flops < 9e15));
 }
 
-nlohmann::json summary_json(const std::string& file, const leir::ProgramSummary& s,
-                            const std::vector<leir::Diagnostic>& errors) {
-  nlohmann::json j = {{"file", file}, {"name", s.name}, {"valid", errors.empty()}};
-  if (errors.empty()) {
-    j["nests"] = s.nests;
-    j["statements"] = s.statements;
-    j["flops"] = s.flops;
-    j["statement_executions"] = s.statement_executions;
-    auto inter = nlohmann::json::array();
-    for (const auto& t : s.intermediates)
-      inter.push_back({{"name", t.name},
-                       {"dtype", std::string(leir::to_string(t.dtype))},
-                       {"scope", std::string(1, leir::to_char(t.scope))},
-                       {"shape", t.shape}});
-    j["intermediates"] = inter;
-  }
-  auto errs = nlohmann::json::array();
-  for (const auto& e : errors) errs.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
-  j["errors"] = errs;
+nlohmann::json summary_json(const std::string& file, const leir::ValidationReport& report) {
+  nlohmann::json j = {{"file", file}};
+  j.update(leir::report_json(report));
   return j;
 }
 
@@ -61,8 +45,9 @@ RegisterCommand reg{{"check", "validate programs statically and summarize them",
       } catch (const leir::LeirError& e) {
         std::cerr << e.what() << "\n";
         if (*json) {
-          leir::ProgramSummary none;
-          std::cout << summary_json(file, none, {{e.file(), e.loc(), e.message()}}).dump() << "\n";
+          leir::ValidationReport failed;
+          failed.errors.push_back({e.file(), e.loc(), e.message()});
+          std::cout << summary_json(file, failed).dump() << "\n";
         }
         rc = 1;
         continue;
@@ -71,7 +56,7 @@ RegisterCommand reg{{"check", "validate programs statically and summarize them",
         auto report = leir::validate_all(p);
         for (const auto& e : report.errors) std::cerr << e.format() << "\n";
         if (!report.ok()) rc = 1;
-        if (*json) std::cout << summary_json(file, report.summary, report.errors).dump() << "\n";
+        if (*json) std::cout << summary_json(file, report).dump() << "\n";
         else if (report.ok()) std::cout << summary_line(report.summary) << "\n";
       }
     }

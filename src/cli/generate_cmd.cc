@@ -107,16 +107,8 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                                s.roots_done, s.roots);
       return 3;
     }
-    double rpm = s.wall_s > 0 ? s.steps / (s.wall_s / 60.0) : 0;
-    nlohmann::json j = {{"out", o->out_dir}, {"roots", s.roots}, {"records", s.steps}, {"train", s.train},
-                        {"eval", s.eval}, {"single", s.single}, {"multi", s.multi},
-                        {"strategies_covered", s.strategies_covered}, {"wall_s", s.wall_s},
-                        {"records_per_minute", rpm},
-                        {"comparisons_measured", s.pairs_measured}, {"comparisons_reused", s.pairs_reused},
-                        {"breakdown_s", {{"search", s.search_s}, {"verify", s.verify_s}, {"cost_model", s.cost_s},
-                                         {"compile", s.compile_s}, {"measure", s.measure_s}, {"export", s.export_s}}}};
+    nlohmann::json j = dataset::summary_json(s, o->out_dir);
     const auto& inconclusive = s.stats["inconclusive_roots"];
-    j["inconclusive_roots"] = inconclusive.size();
     if (!inconclusive.empty()) {
       std::string keys;
       for (const auto& r : inconclusive) keys += (keys.empty() ? "" : ", ") + r["key"].get<std::string>();
@@ -128,7 +120,8 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
     else
       std::cout << fmt::format("{} records ({} train, {} eval; {} multi-answer) from {} programs, {} of 43 strategies, "
                                "{:.1f}s wall ({:.0f} records/min) -> {}\n",
-                               s.steps, s.train, s.eval, s.multi, s.roots, s.strategies_covered, s.wall_s, rpm,
+                               s.steps, s.train, s.eval, s.multi, s.roots, s.strategies_covered, s.wall_s,
+                               j["records_per_minute"].get<double>(),
                                o->out_dir);
     return 0;
   };

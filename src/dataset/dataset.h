@@ -94,6 +94,12 @@ struct GenerateSummary {
 // on error no output file of the dataset has been written.
 GenerateSummary generate(const GenerateOptions& o);
 
+// The run's summary as `steptp generate --json` prints it (and the Python generate() returns):
+// {"out", "roots", "records", "train", "eval", "single", "multi", "strategies_covered", "wall_s",
+// "records_per_minute", "comparisons_measured", "comparisons_reused", "breakdown_s": {...},
+// "inconclusive_roots": count}.
+nlohmann::json summary_json(const GenerateSummary& s, const std::string& out_dir);
+
 // --- pieces exposed for tests ---
 // Raw records of one root (before filtering), deterministic.
 nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr);

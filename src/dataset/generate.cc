@@ -590,4 +590,16 @@ GenerateSummary generate(const GenerateOptions& o) {
   return sum;
 }
 
+nlohmann::json summary_json(const GenerateSummary& s, const std::string& out_dir) {
+  const double rpm = s.wall_s > 0 ? s.steps / (s.wall_s / 60.0) : 0;
+  return {{"out", out_dir}, {"roots", s.roots}, {"records", s.steps}, {"train", s.train}, {"eval", s.eval},
+          {"single", s.single}, {"multi", s.multi}, {"strategies_covered", s.strategies_covered},
+          {"wall_s", s.wall_s}, {"records_per_minute", rpm}, {"comparisons_measured", s.pairs_measured},
+          {"comparisons_reused", s.pairs_reused},
+          {"breakdown_s", {{"search", s.search_s}, {"verify", s.verify_s}, {"cost_model", s.cost_s},
+                           {"compile", s.compile_s}, {"measure", s.measure_s}, {"export", s.export_s}}},
+          {"inconclusive_roots", s.stats.is_object() && s.stats.contains("inconclusive_roots")
+                                     ? s.stats["inconclusive_roots"].size() : 0}};
+}
+
 }  // namespace steptp::dataset

@@ -35,6 +35,8 @@
 #include <numeric>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/uniform_store.h"
@@ -865,6 +867,26 @@ ProgramSummary validate(const Program& p) {
   auto r = validate_all(p);
   if (!r.ok()) throw r.errors.front().to_error();
   return r.summary;
+}
+
+nlohmann::json report_json(const ValidationReport& r) {
+  const ProgramSummary& s = r.summary;
+  nlohmann::json j = {{"name", s.name}, {"valid", r.ok()}};
+  if (r.ok()) {
+    j["nests"] = s.nests;
+    j["statements"] = s.statements;
+    j["flops"] = s.flops;
+    j["statement_executions"] = s.statement_executions;
+    auto inter = nlohmann::json::array();
+    for (const auto& t : s.intermediates)
+      inter.push_back({{"name", t.name}, {"dtype", std::string(to_string(t.dtype))},
+                       {"scope", std::string(1, to_char(t.scope))}, {"shape", t.shape}});
+    j["intermediates"] = inter;
+  }
+  auto errs = nlohmann::json::array();
+  for (const auto& e : r.errors) errs.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
+  j["errors"] = errs;
+  return j;
 }
 
 }  // namespace steptp::leir

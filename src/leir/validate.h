@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "leir/ast.h"
 #include "leir/diagnostic.h"
 #include "leir/tensors.h"
@@ -66,6 +68,10 @@ struct ValidationReport {
 ValidationReport validate_all(const Program& p);
 // Throws the first error as a LeirError; returns the summary of a valid program.
 ProgramSummary validate(const Program& p);
+// The report as `steptp check --json` prints it (and the Python check() returns): {"name",
+// "valid", "errors": [{"line", "col", "message"}]} and, when valid, "nests", "statements",
+// "flops", "statement_executions", "intermediates": [{"name", "dtype", "scope", "shape"}].
+nlohmann::json report_json(const ValidationReport& r);
 
 // Summary facts of a program whose tensor table is known.
 ProgramSummary summarize(const Program& p, const TensorTable& table);
