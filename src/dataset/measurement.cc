@@ -40,8 +40,6 @@ namespace {
 
 using nlohmann::json;
 using tune::MeasurementStore;
-using Clock = std::chrono::steady_clock;
-double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
 }  // namespace
 
