@@ -70,6 +70,7 @@ dataset::GenerateOptions generate_options(const std::string& out, const nlohmann
       else if (k == "verify_trials") o.verify_trials = v.get<int>();
       else if (k == "per_strategy_cap") o.per_strategy_cap = v.get<int>();
       else if (k == "format") o.format = v.get<std::string>();
+      else if (k == "answer_format") o.answer_format = dataset::answer_format_from(v.get<std::string>());
       else if (k == "token_sample") o.token_sample = v.get<int>();
       else if (k == "eval_fraction") o.eval_fraction = v.get<double>();
       else if (k == "measure_min_time") o.measure_min_time = v.get<double>();

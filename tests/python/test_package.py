@@ -40,6 +40,15 @@ def test_generate_and_load_with_datasets(tmp_path):
         "--token-sample", 0, "--seed", 3)
     for f in ("train.jsonl", "eval.jsonl", "steps.jsonl"):
         assert (out / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    # Action-form answers (the form `steptp optimize` takes) as with the CLI's --answer-format.
+    steptp.generate(tmp_path / "act", programs=2, composites=0, examples=False, cost="model", token_sample=0, seed=3,
+                    answer_format="action")
+    cli("generate", "--out", tmp_path / "cli-act", "--programs", 2, "--composites", 0, "--no-examples", "--cost",
+        "model", "--token-sample", 0, "--seed", 3, "--answer-format", "action")
+    act = (tmp_path / "act" / "train.jsonl").read_bytes()
+    assert act == (tmp_path / "cli-act" / "train.jsonl").read_bytes() and act != (out / "train.jsonl").read_bytes()
+    with pytest.raises(ValueError, match="answer format must be ir or action"):
+        steptp.generate(tmp_path / "y", answer_format="prose")
     with pytest.raises(ValueError, match="unknown option 'colour'"):
         steptp.generate(tmp_path / "x", colour="blue")
     lines = {f: sum(1 for _ in open(out / f)) for f in ("train.jsonl", "eval.jsonl", "steps.jsonl")}
