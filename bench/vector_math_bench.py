@@ -7,8 +7,12 @@ rounds of [naive old/new, vectorized old/new, torch], old/new interleaved inside
 `steptp bench --vs-scalar-math` call; each figure is the median over the rounds of the per-call
 medians. Shapes are fixed below so that every naive kernel runs for at least ~1 ms.
 
+With --tune TRIALS, `steptp tune` first searches each workload's naive program (TRIALS measured
+candidates, same threads, seed 0) and its best program joins every round as the "tuned" column
+(vector math; the tuner's own timings are not reused, so all columns share one session policy).
+
 usage: bench/vector_math_bench.py [--threads T] [--rounds R] [--min-time SEC] [--only NAME,...]
-       [--steptp PATH] [--json OUT.json]
+       [--tune TRIALS] [--steptp PATH] [--json OUT.json]
 Prints a markdown table (README "Benchmarks").
 """
 import argparse
@@ -91,6 +95,18 @@ def bench_pair(path, threads, min_time, exe):
     return j["baseline"]["median_ms"], j["median_ms"]
 
 
+def bench_one(path, threads, min_time, exe):
+    return json.loads(steptp(["bench", path, "--threads", str(threads), "--min-time", str(min_time), "--json"],
+                             exe))["median_ms"]
+
+
+def tune_best(naive, out_dir, trials, threads, exe):
+    """Runs the measured tuner on `naive`; returns (best program path, tuner's speedup claim)."""
+    res = json.loads(steptp(["tune", naive, "--trials", str(trials), "--threads", str(threads), "--seed", "0",
+                             "--out", out_dir, "--json"], exe))
+    return os.path.join(out_dir, "best.json"), res.get("speedup", float("nan"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -98,6 +114,8 @@ def main(argv=None):
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per timed call (default 0.2)")
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--steptp", default=torch_eager.DEFAULT_STEPTP)
+    ap.add_argument("--tune", type=int, default=0, metavar="TRIALS",
+                    help="add the tuner's best program after TRIALS measured candidates (default 0: no column)")
     ap.add_argument("--json", default="", help="also write every figure to this file")
     a = ap.parse_args(argv)
     chosen = workloads(a.steptp, set(filter(None, a.only.split(","))))
@@ -110,12 +128,18 @@ def main(argv=None):
             with open(naive, "w") as f:
                 f.write(json.dumps(ref["program"]) + "\n")
             steps = vectorize_everywhere(naive, vect, a.steptp)
-            samples = {k: [] for k in ("naive_old", "naive_new", "vect_old", "vect_new", "torch")}
+            columns = ["naive_old", "naive_new", "vect_old", "vect_new", "torch"]
+            if a.tune:
+                tuned, claimed = tune_best(naive, os.path.join(tmp, name + ".tune"), a.tune, a.threads, a.steptp)
+                columns.insert(4, "tuned")
+            samples = {k: [] for k in columns}
             for _ in range(a.rounds):
                 o, n = bench_pair(naive, a.threads, a.min_time, a.steptp)
                 samples["naive_old"].append(o), samples["naive_new"].append(n)
                 o, n = bench_pair(vect, a.threads, a.min_time, a.steptp)
                 samples["vect_old"].append(o), samples["vect_new"].append(n)
+                if a.tune:
+                    samples["tuned"].append(bench_one(tuned, a.threads, a.min_time, a.steptp))
                 try:
                     t = torch_eager.time_reference(ref, threads=a.threads, min_time=a.min_time)
                     samples["torch"].append(t["median_ms"])
@@ -123,6 +147,8 @@ def main(argv=None):
                     t = {"error": str(e).splitlines()[0]}
                     samples["torch"].append(float("nan"))
             row = {"workload": name, "hyper": ref["hyper"], "vectorized_loops": steps, "torch": t}
+            if a.tune:
+                row["tuner_claimed_speedup"] = claimed
             row.update({k + "_ms": statistics.median(v) for k, v in samples.items()})
             row["samples"] = samples
             rows.append(row)
@@ -135,15 +161,17 @@ def main(argv=None):
           f"old = scalar math lowering, new = vector math; V = after loop_vectorization; torch "
           f"{torch_eager.torch.__version__} ({timed.get('torch_threads', '?')} threads, OpenBLAS "
           f"{timed.get('openblas_corename', '?')})\n")
-    print("| workload | hyper-parameters | naive old | naive new | V old | V new | torch eager | best new / torch "
-          "| naive new/old | V new/old |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    tuned_head = f" | tuned ({a.tune} trials)" if a.tune else ""
+    print(f"| workload | hyper-parameters | naive old | naive new | V old | V new{tuned_head} | torch eager "
+          "| best new / torch | naive new/old | V new/old |")
+    print("|---" * (10 + bool(a.tune)) + "|")
     for r in rows:
         hp = " ".join(f"{k}={v}" for k, v in r["hyper"].items())
-        best = min(r["naive_new_ms"], r["vect_new_ms"])
+        best = min(r["naive_new_ms"], r["vect_new_ms"], r.get("tuned_ms", float("inf")))
+        tuned_ms = f" | {r['tuned_ms']:.3f}" if a.tune else ""
         torch_ms = f"{r['torch_ms']:.3f}" if "error" not in r["torch"] else "error: " + r["torch"]["error"]
         print(f"| `{r['workload']}` | {hp} | {r['naive_old_ms']:.3f} | {r['naive_new_ms']:.3f} | {r['vect_old_ms']:.3f} | "
-              f"{r['vect_new_ms']:.3f} | {torch_ms} | {best / r['torch_ms']:.2f}x | "
+              f"{r['vect_new_ms']:.3f}{tuned_ms} | {torch_ms} | {best / r['torch_ms']:.2f}x | "
               f"{r['naive_new_ms'] / r['naive_old_ms']:.2f} | {r['vect_new_ms'] / r['vect_old_ms']:.2f} |")
     return 0
 

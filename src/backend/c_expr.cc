@@ -12,6 +12,31 @@ using leir::BinaryOp;
 using leir::ExprKind;
 using leir::ExprPtr;
 
+bool speculation_safe(const leir::Expr& e, const leir::TensorTable& table) {
+  std::vector<const leir::Expr*> witnesses;
+  leir::for_each_expr(e.args[0], [&](const leir::Expr& n) {
+    if (n.is_access()) witnesses.push_back(&n);
+  });
+  auto witnessed = [&](const leir::Expr& a) {
+    const auto& shape = table.at(a.tensor).shape;
+    for (const leir::Expr* w : witnesses) {
+      const auto& wshape = table.at(w->tensor).shape;
+      if (w->args.size() != a.args.size()) continue;
+      bool same = true;
+      for (size_t d = 0; same && d < a.args.size(); ++d)
+        same = shape[d] >= wshape[d] && leir::equal(a.args[d], w->args[d]);
+      if (same) return true;
+    }
+    return false;
+  };
+  bool safe = true;
+  for (size_t i = 1; i < 3; ++i)
+    leir::for_each_expr(e.args[i], [&](const leir::Expr& n) {
+      if (n.is_access()) safe = safe && witnessed(n);
+    });
+  return safe;
+}
+
 std::string CExprEmitter::index(const ExprPtr& e) const {
   IndexSpelling s{[](int64_t v) { return fmt::format("{}LL", v); },
                   [](const leir::Expr& v) { return "v_" + v.var_name(); },
@@ -78,8 +103,11 @@ std::string CExprEmitter::value(const ExprPtr& e) const {
       break;
     }
     case ExprKind::Call: {
-      if (e->func == leir::Func::IfThenElse)  // lazy: only the taken branch runs (prefix scans need it)
+      if (e->func == leir::Func::IfThenElse) {  // lazy: only the taken branch runs (prefix scans need it)
+        if (!sp_.select.empty() && speculation_safe(*e, table_))
+          return sp_.select + "(" + cond(e->args[0]) + ", " + value(e->args[1]) + ", " + value(e->args[2]) + ")";
         return "(" + cond(e->args[0]) + " ? " + value(e->args[1]) + " : " + value(e->args[2]) + ")";
+      }
       auto f = sp_.calls.find(e->func);
       if (f == sp_.calls.end()) break;
       std::string args;

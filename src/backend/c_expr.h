@@ -18,7 +18,16 @@ struct CSpelling {
   std::string (*literal)(double v, const std::string& compute_type);
   std::map<leir::Func, std::string> calls;  // every function but if_then_else
   std::string pow;                          // the ** operator
+  // select(c, a, b) evaluating both branches without a branch; empty: every if_then_else is a
+  // lazy `c ? a : b`. Used only where both branches are safe to evaluate (speculation_safe).
+  std::string select;
 };
+
+// Whether evaluating the branches of `if_then_else` even when not taken is safe: every tensor
+// access in them reads an element that is certainly in bounds because the condition (always
+// evaluated) reads one with the same subscripts from a tensor no larger in any dimension.
+// Arithmetic cannot trap (floating point), so that leaves only the laziness prefix scans need.
+bool speculation_safe(const leir::Expr& if_then_else, const leir::TensorTable& table);
 
 class CExprEmitter {
  public:

@@ -15,6 +15,7 @@
 #include <limits>
 #include <sstream>
 
+#include "backend/cpu/codegen.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend_test_util.h"
 #include "interp/interpreter.h"
@@ -39,6 +40,11 @@ const std::vector<Fn> kFunctions = {
     {"exp(X)", "exp"},     {"log(X)", "log"},       {"sqrt(X)", ""},     {"erf(X)", "erf"},
     {"tanh(X)", "tanh"},   {"sigmoid(X)", "exp"},   {"X**Y", "pow"},     {"sin(X)", "sin"},
     {"cos(X)", "cos"},     {"log1p(X)", "log1p"},   {"rsqrt(X)", ""},
+    // Branch-free max/min (NaN from either side) and if_then_else with both branches evaluated:
+    // the clamps and piecewise activations; elu's exp must still be the vector variant, which
+    // it can only be when the select does not branch (elu-like; exp(X)-1 would cancel in f32).
+    {"max(X,Y)", ""},      {"min(X,Y)", ""},        {"min(max(X,0),6)", ""},
+    {"if_then_else(X>0,X,0.5*exp(X))", "exp"},  {"if_then_else(X<Y,0.01*X,Y)", ""},
 };
 
 // Edge values of both dtypes; the f32 programs get them rounded to float (beyond-range ones
@@ -121,6 +127,32 @@ bool imports_vector(const std::vector<std::string>& syms, const std::string& fn)
 }
 
 class VectorMath : public ::testing::TestWithParam<leir::DType> {};
+
+// An if_then_else whose branches read only elements the condition reads (same subscripts, a
+// tensor no larger) is evaluated eagerly through steptp_select; one reading anything else (the
+// prefix scan's P_{a-1}, out of bounds at a=0) stays a lazy `?:`, and still runs correctly.
+TEST(VectorMathCompiler, OnlyBranchesSafeToSpeculateBecomeSelects) {
+  auto eager = leir::program_from_text(
+      "input X: f32[64]\noutput D: f32[64]\nL^{64}_{a=0}[D^{f32,g}_{a}=if_then_else(X^{f32,g}_{a}>0,X^{f32,g}_{a},"
+      "exp(X^{f32,g}_{a})-1);];\n",
+      "eager.leir");
+  auto scan = leir::program_from_text(
+      "input X: f32[64]\noutput P: f32[64]\nL^{64}_{a=0}[P^{f32,g}_{a}=X^{f32,g}_{a}+if_then_else(a-1<0,0,"
+      "P^{f32,g}_{a-1});];\n",
+      "scan.leir");
+  auto eager_src = generate_cpu_kernel(eager).code;
+  auto scan_src = generate_cpu_kernel(scan).code;
+  EXPECT_NE(eager_src.find("steptp_select("), std::string::npos) << eager_src;
+  EXPECT_EQ(scan_src.find("steptp_select("), std::string::npos) << scan_src;
+  TempDir dir("cpu-select");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({scan}, {}, &cc);
+  ASSERT_TRUE(built[0].program) << built[0].error;
+  leir::TensorValue x{leir::DType::F32, {64}, {}};
+  for (int i = 0; i < 64; ++i) x.data.push_back(i % 3 - 1.0);
+  leir::TensorMap in{{"X", x}};
+  EXPECT_EQ(built[0].program->run(in).at("P").data, interp::run_program(scan, in).at("P").data);
+}
 
 TEST_P(VectorMath, EdgeInputsMatchInterpreterInVAndPlainLoops) {
   const leir::DType d = GetParam();

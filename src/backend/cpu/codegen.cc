@@ -100,9 +100,6 @@ template <class T> inline T steptp_mod(T a, T b) {
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
-// max/min that propagate NaN from either side (std::fmax would drop it).
-template <class T> inline T steptp_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> inline T steptp_min(T a, T b) { return (a < b || a != a) ? a : b; }
 // Order-preserving integer keys of floats (x < y ⇔ key(x) < key(y) for non-NaN x, y; -0 < +0),
 // an involution on the bits: a max/min reduction over keys vectorizes as integer max/min,
 // which the float comparison would only do with if-conversion (off, see CompilerOptions).
@@ -110,6 +107,41 @@ inline int32_t steptp_key(float x) { int32_t b; std::memcpy(&b, &x, 4); return b
 inline int64_t steptp_key(double x) { int64_t b; std::memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL); }
 inline float steptp_unkey(int32_t k) { k ^= (k >> 31) & 0x7fffffff; float x; std::memcpy(&x, &k, 4); return x; }
 inline double steptp_unkey(int64_t k) { k ^= (k >> 63) & 0x7fffffffffffffffLL; double x; std::memcpy(&x, &k, 8); return x; }
+// The bits of a quiet NaN when x is NaN, else 0 (OR-ed into any value, they make it NaN).
+inline int32_t steptp_nan_bits(float x) {
+  int32_t b; std::memcpy(&b, &x, 4); return -static_cast<int32_t>((b & 0x7fffffff) > 0x7f800000) & 0x7fc00000;
+}
+inline int64_t steptp_nan_bits(double x) {
+  int64_t b; std::memcpy(&b, &x, 8);
+  return -static_cast<int64_t>((b & 0x7fffffffffffffffLL) > 0x7ff0000000000000LL) & 0x7ff8000000000000LL;
+}
+// max/min that propagate NaN from either side (std::fmax would drop it); -0 < +0. Branch-free
+// (integer max/min of the keys, NaN bits OR-ed in), so that loops of clamps (relu6, hardtanh,
+// ...) vectorize without if-conversion.
+template <class T> inline T steptp_extremum(T a, T b, bool larger) {
+  auto ka = steptp_key(a), kb = steptp_key(b);
+  auto k = (ka > kb) == larger ? ka : kb;
+  decltype(k) bits;
+  T r = steptp_unkey(k);
+  std::memcpy(&bits, &r, sizeof bits);
+  bits |= steptp_nan_bits(a) | steptp_nan_bits(b);
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+template <class T> inline T steptp_max(T a, T b) { return steptp_extremum(a, b, true); }
+template <class T> inline T steptp_min(T a, T b) { return steptp_extremum(a, b, false); }
+// if_then_else when both branches are safe to evaluate (c_expr.h): both are computed and the
+// bits blended under an integer mask — no branch, so the loop vectorizes without if-conversion.
+template <class T> inline T steptp_select(bool c, T a, T b) {
+  using I = decltype(steptp_key(a));
+  I m = -static_cast<I>(c), x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  I r = (m & x) | (~m & y);
+  T out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
 template <class T> inline T steptp_sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 template <class T> inline T steptp_rsqrt(T x) { return T(1) / std::sqrt(x); }
 inline float steptp_round_f16(double x) { return static_cast<float>(static_cast<_Float16>(x)); }
@@ -164,7 +196,8 @@ const CSpelling kCpuSpelling = {
      {Func::Pow, "std::pow"},     {Func::Floor, "std::floor"}, {Func::Ceil, "std::ceil"},
      {Func::Sin, "std::sin"},     {Func::Cos, "std::cos"},     {Func::Log1p, "std::log1p"},
      {Func::Rsqrt, "steptp_rsqrt"}},
-    "std::pow"};
+    "std::pow",
+    "steptp_select"};
 
 class Emitter : public CExprEmitter {
  public:

@@ -109,7 +109,8 @@ const CSpelling kCudaSpelling = {
      {leir::Func::Pow, "pow"},      {leir::Func::Floor, "floor"},      {leir::Func::Ceil, "ceil"},
      {leir::Func::Sin, "sin"},      {leir::Func::Cos, "cos"},          {leir::Func::Log1p, "log1p"},
      {leir::Func::Rsqrt, "steptp_rsqrt"}},
-    "pow"};
+    "pow",
+    ""};  // select: a GPU predicates either spelling
 
 class Emitter : public CExprEmitter {
  public:
