@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "base/hash.h"
 #include "dataset/dataset.h"
 #include "import/onnx_import.h"
 #include "dataset/measurement.h"
@@ -39,14 +40,8 @@ double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::n
 
 constexpr const char* kVersion = "steptp-generate 0.1.0";
 
-uint64_t fnv(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+// File and record hashes keep the basis they have always had (they are in manifests).
+uint64_t fnv(const std::string& s) { return base::fnv1a(s, base::kProgramHashBasis); }
 
 json options_json(const GenerateOptions& o) {
   return {{"seed", o.seed},

@@ -82,16 +82,6 @@ bool single_writer(const analysis::UseDef& ud, const std::string& t, int item) {
   return w.size() == 1 && w[0] == item;
 }
 
-std::string fresh_var(const std::set<std::string>& taken) {
-  static const char* kVars[] = {"a", "c", "d", "f", "g", "h", "i", "j", "k", "m", "n",
-                                "o", "q", "r", "s", "w", "x", "y", "z"};
-  for (int round = 0;; ++round)
-    for (const char* v : kVars) {
-      std::string n = round == 0 ? std::string(v) : std::string(v) + std::to_string(round);
-      if (!taken.count(n)) return n;
-    }
-}
-
 namespace {
 class VarSubst : public leir::ExprMutator {
  public:

@@ -36,8 +36,6 @@ bool is_known(const leir::Program& p, const std::string& tensor);
 
 // `count` distinct fresh tensor names in the public order (analysis::NameAllocator).
 std::vector<std::string> fresh_tensor_names(const leir::Program& p, int count);
-// A loop variable name not in `taken` (a c d f g h i j k m n o q r s w x y z, then suffixed).
-std::string fresh_var(const std::set<std::string>& taken);
 
 // Simultaneous substitution of loop variables (used as values or in subscripts).
 leir::ExprPtr substitute_vars(const leir::ExprPtr& e, const std::map<std::string, leir::ExprPtr>& by);

@@ -1,5 +1,7 @@
 #include "strategies/loop_sites.h"
 
+#include <algorithm>
+
 #include "analysis/rewrite.h"
 #include "leir/printer.h"
 
@@ -64,6 +66,23 @@ leir::Nest split_loop(const leir::Nest& n, int k, int64_t outer, analysis::NameA
   // substitution replaces each occurrence once, it does not re-scan its output).
   out.body = analysis::substitute_var(n.body, l.var, by);
   return out;
+}
+
+std::vector<int64_t> split_points(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t k : {n / 2, n / 4, n - n / 4})
+    if (k >= 1 && k < n && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  return out;
+}
+
+leir::ExprPtr combine_partials(analysis::AccumOp op, leir::ExprPtr a, leir::ExprPtr b) {
+  switch (op) {
+    case analysis::AccumOp::Add: return leir::make_binary(leir::BinaryOp::Add, a, b);
+    case analysis::AccumOp::Mul: return leir::make_binary(leir::BinaryOp::Mul, a, b);
+    case analysis::AccumOp::Max: return leir::make_call(leir::Func::Max, {a, b});
+    case analysis::AccumOp::Min: return leir::make_call(leir::Func::Min, {a, b});
+  }
+  return a;
 }
 
 std::vector<int64_t> proper_divisors(int64_t n) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/accumulation.h"
 #include "analysis/names.h"
 #include "analysis/structure.h"
 #include "leir/ast.h"
@@ -27,6 +28,12 @@ leir::Program with_items(const leir::Program& p, const analysis::Path& path, std
 leir::Nest split_loop(const leir::Nest& n, int k, int64_t outer, analysis::NameAllocator& names);
 
 std::vector<int64_t> proper_divisors(int64_t n);  // 1 < d < n, increasing
+// Where a range of n splits into two sub-ranges [0,k) and [k,n) (reduction_factorization,
+// tensor_split_to_decouple_operators): n/2, n/4 and n - n/4, each 1 <= k < n, distinct, in
+// that order. One definition, so the two strategies agree on the same axis.
+std::vector<int64_t> split_points(int64_t n);
+// a ⊕ b for the accumulation's operator (+, *, max, min): how two partial results combine.
+leir::ExprPtr combine_partials(analysis::AccumOp op, leir::ExprPtr a, leir::ExprPtr b);
 
 Candidate make_candidate(std::string_view strategy, Params params, Exactness ex, leir::Program program);
 

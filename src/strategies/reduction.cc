@@ -63,28 +63,6 @@ std::string analyze(const NestRef& n, Shape* out) {
   return {};
 }
 
-std::vector<int64_t> split_points(int64_t n) {
-  std::vector<int64_t> pts;
-  for (int64_t k : {n / 2, n / 4, (3 * n) / 4})
-    if (k >= 1 && k < n && std::find(pts.begin(), pts.end(), k) == pts.end()) pts.push_back(k);
-  return pts;
-}
-
-ExprPtr combine(analysis::AccumOp op, const ExprPtr& x, const ExprPtr& a, const ExprPtr& b) {
-  using leir::BinaryOp;
-  switch (op) {
-    case analysis::AccumOp::Add:
-      return leir::make_binary(BinaryOp::Add, x, leir::make_binary(BinaryOp::Add, a, b));
-    case analysis::AccumOp::Mul:
-      return leir::make_binary(BinaryOp::Mul, x, leir::make_binary(BinaryOp::Mul, a, b));
-    case analysis::AccumOp::Max:
-      return leir::make_call(leir::Func::Max, {x, leir::make_call(leir::Func::Max, {a, b})});
-    case analysis::AccumOp::Min:
-      return leir::make_call(leir::Func::Min, {x, leir::make_call(leir::Func::Min, {a, b})});
-  }
-  return x;
-}
-
 class ReductionFactorization final : public SurveyStrategy {
  public:
   std::string_view name() const override { return "reduction_factorization"; }
@@ -115,7 +93,7 @@ class ReductionFactorization final : public SurveyStrategy {
   std::vector<Params> param_space(const Program& p, const Site& s) const override {
     NestRef n = loops::nest_at(p, s.path);
     std::vector<Params> out;
-    for (int64_t k : split_points(n.nest->loops[s.detail.at(0)].extent)) out.push_back({{"split", k}});
+    for (int64_t k : loops::split_points(n.nest->loops[s.detail.at(0)].extent)) out.push_back({{"split", k}});
     return out;
   }
 
@@ -147,8 +125,9 @@ class ReductionFactorization final : public SurveyStrategy {
     second.body = analysis::substitute_var({leir::Item::of(partial(t2))}, rl.var, shift);
     leir::Stmt comb;
     comb.lhs = s.lhs;
-    comb.rhs = combine(sh.acc.op, s.lhs, analysis::renamed(s.lhs, t1, leir::Scope::Global),
-                       analysis::renamed(s.lhs, t2, leir::Scope::Global));
+    comb.rhs = loops::combine_partials(sh.acc.op, s.lhs,
+                                loops::combine_partials(sh.acc.op, analysis::renamed(s.lhs, t1, leir::Scope::Global),
+                                                 analysis::renamed(s.lhs, t2, leir::Scope::Global)));
     std::vector<leir::Item> items = {leir::Item::of(std::move(first)), leir::Item::of(std::move(second))};
     if (sh.spatial.empty()) {
       items.push_back(leir::Item::of(std::move(comb)));

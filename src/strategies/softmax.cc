@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "analysis/accumulation.h"
+#include "analysis/names.h"
 #include "leir/ir_mutator.h"
 #include "strategies/dataflow_util.h"
 
@@ -481,15 +482,13 @@ std::string match_attention(const Program& p, const analysis::UseDef& ud, int i,
   if (!single_writer(ud, s.lhs->tensor, a.pv)) return fmt::format("{} is written elsewhere too", s.lhs->tensor);
   if (!chain_can_sink(ud, {a.m.item, a.sum.item, a.norm.item}, a.pv))
     return "items between the softmax and the product conflict with it";
-  // Output-column loops run inside the fused nest under fresh names.
-  std::set<std::string> taken;
-  for (const auto& l : a.m.nest->loops) taken.insert(l.var);
+  // Output-column loops run inside the fused nest under names fresh in the whole program.
+  analysis::NameAllocator names(p);
   for (const auto& l : n->loops) {
     if (l.var == kk) { a.var_map[l.var] = leir::make_var(a.m.nest->loops[a.m.k].var); continue; }
     if (mapped.count(l.var)) continue;
     Loop inner = l;
-    inner.var = fresh_var(taken);
-    taken.insert(inner.var);
+    inner.var = names.fresh_var();
     a.var_map[l.var] = leir::make_var(inner.var);
     a.inner.push_back(inner);
   }

@@ -28,6 +28,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/loop_sites.h"
 
 namespace steptp::strategies {
 namespace {
@@ -432,23 +433,6 @@ std::string split_refusal(const Program& p, const analysis::UseDef& ud, int i, c
   return "";
 }
 
-std::vector<int64_t> split_points(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t t : {n / 2, n / 4, n - n / 4})
-    if (t >= 1 && t < n && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-  return out;
-}
-
-ExprPtr combine(analysis::AccumOp op, ExprPtr a, ExprPtr b) {
-  switch (op) {
-    case analysis::AccumOp::Add: return leir::make_binary(BinaryOp::Add, a, b);
-    case analysis::AccumOp::Mul: return leir::make_binary(BinaryOp::Mul, a, b);
-    case analysis::AccumOp::Max: return leir::make_call(leir::Func::Max, {a, b});
-    case analysis::AccumOp::Min: return leir::make_call(leir::Func::Min, {a, b});
-  }
-  return a;
-}
-
 class TensorSplit final : public ConsideringStrategy {
  public:
   std::string_view name() const override { return "tensor_split_to_decouple_operators"; }
@@ -464,7 +448,7 @@ class TensorSplit final : public ConsideringStrategy {
     auto ud = analysis::use_def(p);
     for (const auto& l : p.body[i].nest.loops)
       if (split_refusal(p, ud, i, l.var).empty())
-        for (int64_t t : split_points(l.extent)) out.push_back({{"axis", l.var}, {"split", t}});
+        for (int64_t t : loops::split_points(l.extent)) out.push_back({{"axis", l.var}, {"split", t}});
     return out;
   }
 
@@ -537,7 +521,7 @@ class TensorSplit final : public ConsideringStrategy {
         wl.push_back(one);
       }
       auto part = [&](const std::string& b) { return access_like(*st.lhs, b, st.lhs->args); };
-      block.push_back(leir::Item::of(make_nest(wl, {make_stmt(st.lhs, combine(acc->op, st.lhs, combine(acc->op, part(p1), part(p2))))})));
+      block.push_back(leir::Item::of(make_nest(wl, {make_stmt(st.lhs, loops::combine_partials(acc->op, st.lhs, loops::combine_partials(acc->op, part(p1), part(p2))))})));
       if (analysis::reorder_changes_rounding(acc->op)) ex = Exactness::Reassoc;
     }
     Program out = p;
