@@ -169,6 +169,31 @@ std::vector<std::string> numbers_in(const std::string& s) {
 
 
 
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + what.size())) ++n;
+  return n;
+}
+
+// What a GPU-flavoured choice means when the target is the CPU (the CPU lowering,
+// backend/cpu/codegen.cc): said whenever a step adds a bound loop or an s/l buffer, so no CPU
+// record teaches a GPU-only reason.
+std::string cpu_meaning(const json& rec, const json& a) {
+  if (rec.value("target", "cpu") != "cpu") return "";
+  const std::string& before = rec["parent_program"].get_ref<const std::string&>();
+  const std::string& after = a["result_program"].get_ref<const std::string&>();
+  std::string out;
+  if (occurrences(after, "B^{") > occurrences(before, "B^{"))
+    out += " On the CPU a bound loop (B) runs as an OpenMP parallel loop, exactly like P; the hardware axis it names"
+           " matters only to the CUDA lowering.";
+  auto scoped = [](const std::string& t) { return occurrences(t, ",s}") + occurrences(t, ",l}"); };
+  if (scoped(after) > scoped(before))
+    out += " On the CPU shared (s) and local (l) buffers are plain arrays of the kernel (on the stack when small,"
+           " else on the heap): there is no shared memory or register file to place them in, so any gain comes from a"
+           " smaller working set that stays in cache.";
+  return out;
+}
+
 std::string make_cot(const json& rec) {
   std::string c;
   // (a) change from the root
@@ -218,7 +243,7 @@ std::string make_cot(const json& rec) {
          a["site"]["description"].get<std::string>() + ") with params " + a["params"].dump() + ": it " +
          purpose(a["strategy"].get<std::string>()) + "; the strategy is " + a["exactness"].get<std::string>() +
          ".\n" + std::string(multi ? "    " : "   ") + "Why: " + grounds(a["effect"]) + " " +
-         expectation_text(a) + ".\n";
+         expectation_text(a) + "." + cpu_meaning(rec, a) + "\n";
   }
   // (d) exact transition
   c += "d) Transition:\n";

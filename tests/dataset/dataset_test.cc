@@ -173,6 +173,35 @@ TEST_F(Generated, DecisionIsArguedFromEffectFacts) {
   EXPECT_GT(parallel, 0);
 }
 
+// Issue 15: a CPU record never argues from GPU-only hardware. A step that adds a bound loop or an
+// s/l buffer states what it means on the CPU; the others do not mention it.
+TEST_F(Generated, GpuFlavouredChoicesStateTheirCpuMeaning) {
+  auto count = [](const std::string& t, const std::string& w) {
+    size_t n = 0;
+    for (size_t p = t.find(w); p != std::string::npos; p = t.find(w, p + 1)) ++n;
+    return n;
+  };
+  int binding = 0, scoped = 0;
+  for (const auto& r : lines(*dir_ / "steps.jsonl")) {
+    ASSERT_EQ(r["target"], "cpu");
+    const std::string cot = r["cot"], before = r["parent_program"];
+    bool any_binding = false, any_scoped = false;
+    for (const auto& a : r["answers"]) {
+      const std::string after = a["result_program"];
+      any_binding |= count(after, "B^{") > count(before, "B^{");
+      any_scoped |= count(after, ",s}") + count(after, ",l}") > count(before, ",s}") + count(before, ",l}");
+    }
+    EXPECT_EQ(cot.find("On the CPU a bound loop (B) runs as an OpenMP parallel loop") != std::string::npos, any_binding)
+        << r["id"];
+    EXPECT_EQ(cot.find("On the CPU shared (s) and local (l) buffers are plain arrays") != std::string::npos, any_scoped)
+        << r["id"];
+    binding += any_binding;
+    scoped += any_scoped;
+  }
+  EXPECT_GT(binding, 0);
+  EXPECT_GT(scoped, 0);
+}
+
 TEST_F(Generated, NoLeakageBetweenTrainAndEval) {
   std::set<std::string> train_fam, eval_fam, train_hash, eval_hash;
   int n_eval = 0, n_train = 0;
