@@ -8,8 +8,9 @@ rounds of [naive old/new, vectorized old/new, torch], old/new interleaved inside
 medians. Shapes are fixed below so that every naive kernel runs for at least ~1 ms.
 
 With --tune TRIALS, `steptp tune` first searches each workload's naive program (TRIALS measured
-candidates, same threads, seed 0) and its best program joins every round as the "tuned" column
-(vector math; the tuner's own timings are not reused, so all columns share one session policy).
+candidates, same threads, seed 0) and its best program joins every round as the "tuned" column,
+timed interleaved against the naive program (vector math) in its own `steptp bench --against`
+call; the tuner's own timings are not reused, so all columns share one session policy.
 
 usage: bench/vector_math_bench.py [--threads T] [--rounds R] [--min-time SEC] [--only NAME,...]
        [--tune TRIALS] [--steptp PATH] [--json OUT.json]
@@ -95,9 +96,11 @@ def bench_pair(path, threads, min_time, exe):
     return j["baseline"]["median_ms"], j["median_ms"]
 
 
-def bench_one(path, threads, min_time, exe):
-    return json.loads(steptp(["bench", path, "--threads", str(threads), "--min-time", str(min_time), "--json"],
-                             exe))["median_ms"]
+def bench_against(base, other, threads, min_time, exe):
+    """(base ms, other ms) from one interleaved `steptp bench BASE --against OTHER` session."""
+    j = json.loads(steptp(["bench", base, "--against", other, "--threads", str(threads), "--min-time", str(min_time),
+                           "--json"], exe))
+    return j["baseline"]["median_ms"], j["median_ms"]
 
 
 def tune_best(naive, out_dir, trials, threads, exe):
@@ -131,15 +134,16 @@ def main(argv=None):
             columns = ["naive_old", "naive_new", "vect_old", "vect_new", "torch"]
             if a.tune:
                 tuned, claimed = tune_best(naive, os.path.join(tmp, name + ".tune"), a.tune, a.threads, a.steptp)
-                columns.insert(4, "tuned")
+                columns[4:4] = ["tuned", "naive_vs_tuned"]
             samples = {k: [] for k in columns}
             for _ in range(a.rounds):
                 o, n = bench_pair(naive, a.threads, a.min_time, a.steptp)
                 samples["naive_old"].append(o), samples["naive_new"].append(n)
                 o, n = bench_pair(vect, a.threads, a.min_time, a.steptp)
                 samples["vect_old"].append(o), samples["vect_new"].append(n)
-                if a.tune:
-                    samples["tuned"].append(bench_one(tuned, a.threads, a.min_time, a.steptp))
+                if a.tune:  # interleaved with the naive program (vector math), like every other pair
+                    n2, t2 = bench_against(naive, tuned, a.threads, a.min_time, a.steptp)
+                    samples["tuned"].append(t2), samples["naive_vs_tuned"].append(n2)
                 try:
                     t = torch_eager.time_reference(ref, threads=a.threads, min_time=a.min_time)
                     samples["torch"].append(t["median_ms"])
@@ -161,14 +165,15 @@ def main(argv=None):
           f"old = scalar math lowering, new = vector math; V = after loop_vectorization; torch "
           f"{torch_eager.torch.__version__} ({timed.get('torch_threads', '?')} threads, OpenBLAS "
           f"{timed.get('openblas_corename', '?')})\n")
-    tuned_head = f" | tuned ({a.tune} trials)" if a.tune else ""
+    tuned_head = f" | tuned ({a.tune} trials) | tuned speedup" if a.tune else ""
     print(f"| workload | hyper-parameters | naive old | naive new | V old | V new{tuned_head} | torch eager "
           "| best new / torch | naive new/old | V new/old |")
-    print("|---" * (10 + bool(a.tune)) + "|")
+    print("|---" * (10 + 2 * bool(a.tune)) + "|")
     for r in rows:
         hp = " ".join(f"{k}={v}" for k, v in r["hyper"].items())
         best = min(r["naive_new_ms"], r["vect_new_ms"], r.get("tuned_ms", float("inf")))
-        tuned_ms = f" | {r['tuned_ms']:.3f}" if a.tune else ""
+        # tuned speedup: naive / tuned from their own interleaved session (vector math both)
+        tuned_ms = f" | {r['tuned_ms']:.3f} | {r['naive_vs_tuned_ms'] / r['tuned_ms']:.2f}x" if a.tune else ""
         torch_ms = f"{r['torch_ms']:.3f}" if "error" not in r["torch"] else "error: " + r["torch"]["error"]
         print(f"| `{r['workload']}` | {hp} | {r['naive_old_ms']:.3f} | {r['naive_new_ms']:.3f} | {r['vect_old_ms']:.3f} | "
               f"{r['vect_new_ms']:.3f}{tuned_ms} | {torch_ms} | {best / r['torch_ms']:.2f}x | "
