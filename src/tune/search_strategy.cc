@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "leir/program_io.h"
 #include "leir/validate.h"
@@ -19,15 +20,48 @@ EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, Sea
   r.state = Node::State::Measured;  // speedup 1 over itself by definition
   seen_.push_back({search::program_hash(r.program), 0});
   nodes_.push_back(std::move(r));
+  add_rule_chains();
 }
 
-void EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) {
+void EvolutionarySearch::add_rule_chains() {
+  const std::vector<std::vector<std::string_view>> chains = {
+      {"loop_parallelization"}, {"loop_vectorization"}, {"loop_parallelization", "loop_vectorization"}};
+  for (const auto& chain : chains) {
+    int at = 0;
+    for (std::string_view name : chain) {
+      const auto* s = strategies::find_strategy(name);
+      if (!s) continue;
+      for (int step = 0; step < o_.max_depth && int(nodes_[size_t(at)].trace.size()) < o_.max_depth; ++step) {
+        const leir::Program p = nodes_[size_t(at)].program;  // copy: nodes_ grows below
+        std::optional<strategies::Candidate> c;
+        std::vector<strategies::Site> sites;
+        try {
+          sites = s->sites(p);
+          if (sites.empty()) break;
+          auto space = s->param_space(p, sites[0]);
+          strategies::Params params = space.empty() ? strategies::Params{} : space[0];
+          c = s->apply(p, sites[0], params);
+          if (!c) break;
+          int next = add_child(at, TraceStep{std::string(name), address_of(sites, 0), sites[0].description, params},
+                               std::move(c->program));
+          if (next < 0) break;
+          at = next;
+        } catch (const std::exception&) {
+          break;  // a strategy that cannot analyse this program ends the chain here
+        }
+      }
+    }
+    if (at != 0 && std::find(rule_nodes_.begin(), rule_nodes_.end(), at) == rule_nodes_.end()) rule_nodes_.push_back(at);
+  }
+}
+
+int EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) {
   stats_.candidates++;
   uint64_t h = search::program_hash(p);
   auto it = std::lower_bound(seen_.begin(), seen_.end(), std::make_pair(h, -1));
   if (it != seen_.end() && it->first == h) {
     stats_.duplicates++;
-    return;
+    return it->second;
   }
   Node n;
   try {
@@ -35,7 +69,7 @@ void EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) 
     n.x = extract_features(p, machine_);
   } catch (const std::exception&) {
     stats_.invalid++;
-    return;
+    return -1;
   }
   n.trace = nodes_[size_t(parent)].trace;
   n.trace.push_back(std::move(step));
@@ -44,6 +78,7 @@ void EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) 
   n.parent = parent;
   seen_.insert(it, {h, int(nodes_.size())});
   nodes_.push_back(std::move(n));
+  return int(nodes_.size()) - 1;
 }
 
 void EvolutionarySearch::expand(int node, uint64_t seed) {
@@ -98,14 +133,19 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   round_++;
   // 2. Selection among open nodes.
   pred = predict_all();
-  std::vector<int> pool;
+  std::vector<int> pool, chosen;
+  int budget = std::min(limit, o_.per_round);
+  for (int r : rule_nodes_)  // the rule chains' programs first, once
+    if (int(chosen.size()) < budget && nodes_[size_t(r)].state == Node::State::Open) chosen.push_back(r);
   for (int i = 0; i < int(nodes_.size()); ++i)
-    if (nodes_[size_t(i)].state == Node::State::Open) pool.push_back(i);
+    if (nodes_[size_t(i)].state == Node::State::Open && std::find(chosen.begin(), chosen.end(), i) == chosen.end())
+      pool.push_back(i);
   std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return pred[size_t(a)] > pred[size_t(b)]; });
-  int exploit = std::max(0, std::min(limit, o_.per_round) - o_.explore);
-  std::vector<int> chosen(pool.begin(), pool.begin() + std::min<long>(exploit, long(pool.size())));
-  std::vector<int> rest(pool.begin() + long(chosen.size()), pool.end());
-  int room = std::min(limit, o_.per_round) - int(chosen.size());
+  int exploit = std::max(0, budget - o_.explore - int(chosen.size()));
+  const long ranked = std::min<long>(exploit, long(pool.size()));
+  chosen.insert(chosen.end(), pool.begin(), pool.begin() + ranked);
+  std::vector<int> rest(pool.begin() + ranked, pool.end());
+  int room = budget - int(chosen.size());
   for (size_t k : strategies::choose_indices(rest.size(), size_t(std::max(0, room)), strategies::mix_seed(rseed, 0xe7)))
     chosen.push_back(rest[k]);
   for (int c : chosen) nodes_[size_t(c)].state = Node::State::Selected;

@@ -11,6 +11,11 @@
 //     not the step.
 //  2. ranks every unmeasured node with the model and picks the `per_round - explore` best plus
 //     `explore` seeded random ones (exploration: the model learns where it is wrong).
+// Before round 0, rule chains (MetaSchedule's schedule rules, as ordinary steps) add the programs a
+// compiler would try first: every outermost independent loop parallel (loop_parallelization at
+// its first site, again and again), every innermost loop vectorized (loop_vectorization alike),
+// and both. Their end nodes are measured first in round 0, so the search and the model start from
+// them; their traces replay like any other.
 // Duplicates (same program bytes) are kept once, at the shortest trace found first. Every
 // choice comes from the seed and deterministic orders; ties break by node index.
 #pragma once
@@ -69,12 +74,15 @@ class EvolutionarySearch {
 
  private:
   void expand(int node, uint64_t seed);
-  void add_child(int parent, TraceStep step, leir::Program p);
+  // The node of `p` (new, or the existing one with the same bytes); -1 if `p` is invalid.
+  int add_child(int parent, TraceStep step, leir::Program p);
+  void add_rule_chains();
 
   Machine machine_;
   SearchOptions o_;
   std::vector<Node> nodes_;
   std::vector<std::pair<uint64_t, int>> seen_;  // (program hash, node), sorted: dedup
+  std::vector<int> rule_nodes_;                  // ends of the rule chains, measured first
   SearchStats stats_;
   int round_ = 0;
 };

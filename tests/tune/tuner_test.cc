@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/program_io.h"
+#include "tune/cost_model.h"
+#include "tune/search_strategy.h"
 #include "tune/tuner.h"
 #include "verify/verifier.h"
 #include "workloads/workload.h"
@@ -102,6 +104,34 @@ TEST(Tuner, FindsATwoStepImprovementWhoseFirstStepIsNotFaster) {
   EXPECT_FALSE(r.trajectory.front().faster);
   EXPECT_TRUE(r.trajectory.back().faster);
   EXPECT_EQ(r.trials, 40);
+}
+
+// Round 0 measures the rule chains' programs first: every outermost independent loop parallel,
+// every innermost loop vectorized, and both — as ordinary replayable traces.
+TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
+  leir::Program root = leir::program_from_text(
+      "input A: f32[64,32]\ninput X: f32[64,32]\noutput C: f32[64,32]\noutput D: f32[64,32]\n"
+      "L^{64}_{a=0}L^{32}_{c=0}[C^{f32,g}_{a,c}=A^{f32,g}_{a,c}*2;];"
+      "L^{64}_{a=0}L^{32}_{c=0}[D^{f32,g}_{a,c}=X^{f32,g}_{a,c}+1;];",
+      "two.leir");
+  EvolutionarySearch search(root, this_machine(1), SearchOptions{.seed = 5});
+  CostModel prior;
+  auto chosen = search.next_round(prior, 8);
+  ASSERT_GE(chosen.size(), 3u);
+  auto kinds = [](const leir::Program& p) {
+    std::string k;
+    for (const auto& it : p.body)
+      for (const auto& l : it.nest.loops) k += leir::to_char(l.kind);
+    return k;
+  };
+  const auto& nodes = search.nodes();
+  std::vector<std::string> first;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& n = nodes[size_t(chosen[i])];
+    EXPECT_EQ(leir::program_to_text(replay(root, n.trace), false), n.text);
+    first.push_back(kinds(n.program));
+  }
+  EXPECT_EQ(first, (std::vector<std::string>{"PLPL", "LVLV", "PVPV"}));
 }
 
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
