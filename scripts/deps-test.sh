@@ -13,6 +13,10 @@ apt_ensure \
   libopenblas0-pthread libopenblas-pthread-dev \
   clang
 
+# `steptp report` draws its figures with Debian's matplotlib; its test opens the page in headless
+# Chromium. Users of the report command need only python3-matplotlib (README).
+apt_ensure python3-matplotlib chromium
+
 # PyPI oracles in the project venv, which also sees Debian's python3-torch (numpy < 2). Pinned:
 # the TVMScript dialect and tokenizer behaviour the tests check against.
 venv_ensure .venv --system-site-packages "import tvm, tokenizers, sympy" \

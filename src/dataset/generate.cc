@@ -21,6 +21,7 @@
 #include "dataset/measurement.h"
 #include "dataset/public_format.h"
 #include "dataset/shortcut.h"
+#include "dataset/record_stats.h"
 #include "dataset/token_stats.h"
 #include "dataset/workers.h"
 #include "interp/inputs.h"
@@ -436,6 +437,7 @@ GenerateSummary generate(const GenerateOptions& o) {
   std::vector<double> tok_train, tok_eval, tok_public_train, tok_public_eval;
   int64_t tok_cot = 0;
   std::set<std::string> covered;
+  RecordStats record_stats;
   int n = 0;
   for (size_t i = 0; i < recs.size(); ++i) {
     if (!keep[i]) continue;
@@ -470,6 +472,7 @@ GenerateSummary generate(const GenerateOptions& o) {
         programs_by_hash.emplace(a["result_hash"].get<std::string>(), a["result_program"].get<std::string>());
     }
     steps += r.dump() + "\n";
+    record_stats.add(r);
     sum.steps++;
     (r["kind"] == "multi" ? sum.multi : sum.single)++;
     for (const auto& a : r["answers"]) {
@@ -516,6 +519,7 @@ GenerateSummary generate(const GenerateOptions& o) {
                             {"cot_total", tok_cot}}},
                 {"inconclusive_roots", inconclusive_roots},
                 {"roots", root_stats}};
+  stats.update(record_stats.to_json());
   if (public_layout)
     stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};
   {

@@ -1,0 +1,45 @@
+// The stats.json fields that summarize the exported records themselves (docs/dataset.md,
+// "stats.json"): how often each strategy's single-answer step improves, how deep the records'
+// states lie, and the best speedup over the root found for each root. Every number is recomputable
+// from steps.jsonl (tests/dataset/record_stats_test.cc does), and the result depends only on the
+// records, so it is as deterministic as they are.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace steptp::dataset {
+
+class RecordStats {
+ public:
+  // One record as steps.jsonl holds it (kind, depth, root.key, answers[].strategy/label/cost).
+  void add(const nlohmann::json& record);
+
+  // {"improving_share": {"single", "improving", "share", "per_strategy": {strategy: {"single",
+  //   "improving", "share"}}},
+  //  "depth_distribution": [{"depth", "records", "single", "multi"}] (ascending depth),
+  //  "best_found_speedup": {"roots", "median", "per_root": [{"key", "speedup_vs_root",
+  //   "records"}]} (roots by key; median is the lower median, as stats.json's other quantiles)}.
+  // Over single-answer records only, except depth_distribution. Shares are rounded to 4 decimals.
+  nlohmann::json to_json() const;
+
+ private:
+  struct Share {
+    int single = 0, improving = 0;
+  };
+  struct Depth {
+    int single = 0, multi = 0;
+  };
+  struct Best {
+    double speedup = 0;
+    int records = 0;
+  };
+  Share all_;
+  std::map<std::string, Share> per_strategy_;
+  std::map<int, Depth> depth_;
+  std::map<std::string, Best> best_;
+};
+
+}  // namespace steptp::dataset
