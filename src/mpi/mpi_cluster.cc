@@ -1,13 +1,21 @@
 // MPI_COMM_WORLD as the run's process group (mpi/launch.h), through the MPI C API. Large
 // transfers go point to point, one message per item (an item must stay under 2 GiB, MPI's int
 // counts); only the small all_gather uses a collective.
+//
+// Waiting never spins: OpenMPI's blocking calls busy-poll a core, and a rank waiting for the
+// others (a non-measuring rank while its node's measuring rank times kernels, rank 0 while the
+// others search) would skew the timings of its node. Every wait here is a nonblocking call
+// polled with MPI_Test / MPI_Iprobe and a sleep that grows to 10 ms.
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "mpi/launch.h"
 
@@ -25,20 +33,57 @@ int int_size(size_t n) {
   return int(n);
 }
 
+// Sleeps between polls: 50 us, doubling to 10 ms.
+class Backoff {
+ public:
+  void pause() {
+    std::this_thread::sleep_for(std::chrono::microseconds(us_));
+    us_ = std::min(us_ * 2, 10000);
+  }
+
+ private:
+  int us_ = 50;
+};
+
+void wait(MPI_Request& req, const char* what) {
+  Backoff b;
+  for (int done = 0;;) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    b.pause();
+  }
+}
+
+// Waits (without spinning) until a message from `from` with `tag` can be received.
+MPI_Status probe(int from, int tag) {
+  Backoff b;
+  MPI_Status st;
+  for (int ready = 0;;) {
+    check(MPI_Iprobe(from, tag, MPI_COMM_WORLD, &ready, &st), "MPI_Iprobe");
+    if (ready) return st;
+    b.pause();
+  }
+}
+
+void send(const void* data, int count, MPI_Datatype type, int to, int tag) {
+  MPI_Request req;
+  check(MPI_Isend(data, count, type, to, tag, MPI_COMM_WORLD, &req), "MPI_Isend");
+  wait(req, "MPI_Isend");
+}
+
 void send_items(const std::vector<std::string>& items, int to) {
   uint64_t n = items.size();
-  check(MPI_Send(&n, 1, MPI_UINT64_T, to, kCountTag, MPI_COMM_WORLD), "MPI_Send");
-  for (const auto& s : items)
-    check(MPI_Send(s.data(), int_size(s.size()), MPI_CHAR, to, kItemTag, MPI_COMM_WORLD), "MPI_Send");
+  send(&n, 1, MPI_UINT64_T, to, kCountTag);
+  for (const auto& s : items) send(s.data(), int_size(s.size()), MPI_CHAR, to, kItemTag);
 }
 
 // Messages from one sender with one tag arrive in the order sent (MPI's non-overtaking rule).
 void receive_items(int from, std::vector<std::string>& into) {
   uint64_t n = 0;
+  probe(from, kCountTag);
   check(MPI_Recv(&n, 1, MPI_UINT64_T, from, kCountTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
   for (uint64_t i = 0; i < n; ++i) {
-    MPI_Status st;
-    check(MPI_Probe(from, kItemTag, MPI_COMM_WORLD, &st), "MPI_Probe");
+    MPI_Status st = probe(from, kItemTag);
     int len = 0;
     MPI_Get_count(&st, MPI_CHAR, &len);
     std::string s(size_t(len), '\0');
@@ -72,7 +117,16 @@ class MpiCluster final : public dataset::Cluster {
     for (int r = 0; r < rank_; ++r)
       if (groups[size_t(r)] == group) measuring_ = false;
   }
-  ~MpiCluster() override { MPI_Finalize(); }
+  ~MpiCluster() override {
+    // The ranks that finish first wait here for rank 0 (writing the outputs) without spinning;
+    // MPI_Finalize then has nothing left to wait for.
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
+      Backoff b;
+      for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) b.pause();
+    }
+    MPI_Finalize();
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -81,16 +135,19 @@ class MpiCluster final : public dataset::Cluster {
   std::vector<std::string> all_gather(const std::string& mine) override {
     int len = int_size(mine.size());
     std::vector<int> lens(size_t(size_), 0), offsets(size_t(size_), 0);
-    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+    MPI_Request req;
+    check(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req), "MPI_Iallgather");
+    wait(req, "MPI_Iallgather");
     size_t total = 0;
     for (int r = 0; r < size_; ++r) {
       offsets[size_t(r)] = int_size(total);
       total += size_t(lens[size_t(r)]);
     }
     std::string all(int_size(total), '\0');
-    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR,
-                         MPI_COMM_WORLD),
-          "MPI_Allgatherv");
+    check(MPI_Iallgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR,
+                          MPI_COMM_WORLD, &req),
+          "MPI_Iallgatherv");
+    wait(req, "MPI_Iallgatherv");
     std::vector<std::string> out;
     for (int r = 0; r < size_; ++r) out.push_back(all.substr(size_t(offsets[size_t(r)]), size_t(lens[size_t(r)])));
     return out;
@@ -123,7 +180,8 @@ class MpiCluster final : public dataset::Cluster {
 }  // namespace
 
 std::unique_ptr<dataset::Cluster> join_cluster() {
-  if (dataset::launcher_world_size() == 0) return std::make_unique<dataset::SingleProcess>();
+  // One rank (no launcher, or `mpirun -n 1`) is one process: no MPI_Init.
+  if (dataset::launcher_world_size() <= 1) return std::make_unique<dataset::SingleProcess>();
   return std::make_unique<MpiCluster>();
 }
 
