@@ -401,8 +401,21 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     sum.measured += timing[k].measured;
   }
   munmap(mem, bytes);
-  if (distributed) merge_stores(cluster, rank_path, path);
-  if (!lead) return sum;
+  if (distributed) {
+    merge_stores(cluster, rank_path, path);
+    // Rank 0 reports the whole run's phase 1: every measuring rank's timing and count.
+    auto parts = cluster.gather({json{{"compile_s", sum.compile_s}, {"measure_s", sum.measure_s},
+                                      {"measured", sum.measured}}.dump()});
+    if (!lead) return sum;
+    sum.compile_s = sum.measure_s = 0;
+    sum.measured = 0;
+    for (const auto& part : parts) {
+      json p = json::parse(part);
+      sum.compile_s += p["compile_s"].get<double>();
+      sum.measure_s += p["measure_s"].get<double>();
+      sum.measured += p["measured"].get<int>();
+    }
+  }
 
   // Phase 2: every kept record from the store (a comparison still missing — a worker died — is
   // measured here).
