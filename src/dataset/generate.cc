@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -183,6 +184,35 @@ std::vector<int> open_checkpoint(const std::string& path, const std::string& fin
   return idx;
 }
 
+// Rank 0 takes into the merged checkpoint the finished roots of rank folders no rank of this
+// run owns (OUT/ranks/rank-R with R >= ranks: an earlier run had more ranks, or an MPI run is
+// resumed by one process), where it sees them (a filesystem shared by the nodes). A folder of
+// other options is left alone.
+void adopt_rank_checkpoints(const fs::path& out, int ranks, const std::string& merged_db, const std::string& fp,
+                            const std::vector<Root>& roots) {
+  std::error_code ec;
+  if (!fs::is_directory(out / "ranks", ec)) return;
+  std::vector<std::pair<int, std::string>> rows;
+  for (const auto& e : fs::directory_iterator(out / "ranks", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("rank-", 0) != 0 || name.size() == 5 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos)
+      continue;
+    const int r = std::atoi(name.c_str() + 5);
+    if ((ranks > 1 && r < ranks) || !fs::exists(e.path() / "checkpoint.sqlite")) continue;
+    Db db((e.path() / "checkpoint.sqlite").string());
+    if (db.get_meta("fingerprint") != fp) continue;
+    for (auto& [i, payload] : db.done())
+      if (i >= 0 && i < int(roots.size())) rows.push_back({i, std::move(payload)});
+  }
+  if (rows.empty()) return;
+  Db db(merged_db);
+  db.exec("BEGIN IMMEDIATE");
+  for (const auto& [i, payload] : rows)
+    db.put("INSERT OR IGNORE INTO roots(idx, key, payload) VALUES(?, ?, ?)", i, roots[size_t(i)].key, payload);
+  db.exec("COMMIT");
+}
+
 void write_atomic(const fs::path& path, const std::string& data) {
   fs::path tmp = path;
   tmp += ".tmp";
@@ -277,7 +307,11 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   const std::string merged_db = (out / "checkpoint.sqlite").string(), rank_db = (work / "checkpoint.sqlite").string();
   const std::string fp = checkpoint_fingerprint(o, roots);
   json finished = {{"merged", json::array()}, {"rank", json::array()}};
-  if (lead) finished["merged"] = open_checkpoint(merged_db, fp);
+  if (lead) {
+    finished["merged"] = open_checkpoint(merged_db, fp);  // empties a checkpoint of other options
+    adopt_rank_checkpoints(out, cluster.size(), merged_db, fp, roots);
+    finished["merged"] = open_checkpoint(merged_db, fp);
+  }
   finished["rank"] = distributed ? json(open_checkpoint(rank_db, fp)) : finished["merged"];
   // Roots finished anywhere (in the merged checkpoint or any rank's) are not searched again.
   std::set<int> merged_before, done_anywhere;

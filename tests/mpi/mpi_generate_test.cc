@@ -112,7 +112,7 @@ class MpiGenerate : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(reference_->code, 0) << reference_->out;
     if (sh("command -v mpirun").code != 0)
-      GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs OpenMPI for the tests)";
+      GTEST_SKIP() << "mpirun not installed (scripts/deps-test.sh installs OpenMPI for the tests)";
   }
   // Runs `steptp ARGS` on two ranks; fails clearly when steptp lacks MPI although mpirun is here.
   static Result two_ranks(const std::string& args) {
@@ -194,6 +194,23 @@ TEST_F(MpiGenerate, RankKilledMidRunAndRerunGiveTheSameBytes) {
   Result r = two_ranks(generate_args(out, "--cost model"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(summary(r)["roots_resumed"].get<int64_t>(), kept_rank0 + kept_rank1);
+  expect_same_files(*root_ / "one", out);
+}
+
+TEST_F(MpiGenerate, OneProcessResumesFromRankFoldersNoRankOfItOwns) {
+  // A checkpoint with two finished roots, left as rank 3's folder (an earlier run had 4 ranks):
+  // one process takes those roots into its checkpoint instead of searching them again.
+  fs::path out = *root_ / "adopt";
+  Result stopped = sh(std::string(STEPTP_EXE) + " " + generate_args(out, "--cost model --jobs 1 --stop-after 2"));
+  ASSERT_EQ(stopped.code, 3) << stopped.out;
+  fs::create_directories(out / "ranks" / "rank-3");
+  for (const char* suffix : {"", "-wal", "-shm"})
+    if (fs::exists(out / (std::string("checkpoint.sqlite") + suffix)))
+      fs::rename(out / (std::string("checkpoint.sqlite") + suffix),
+                 out / "ranks" / "rank-3" / (std::string("checkpoint.sqlite") + suffix));
+  Result r = sh(std::string(STEPTP_EXE) + " " + generate_args(out, "--cost model --jobs 1"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(summary(r)["roots_resumed"], 2);
   expect_same_files(*root_ / "one", out);
 }
 
