@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the default test suite (scripts/test.sh) needs beyond the main job's scripts/deps.sh:
-# GoogleTest/Benchmark, the independent oracles (Debian's PyTorch, OpenBLAS, real TVM, ONNX
+# GoogleTest/Benchmark, OpenMPI, the independent oracles (Debian's PyTorch, OpenBLAS, real TVM, ONNX
 # Runtime) and the Python clients the tests drive. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,10 @@ apt_ensure \
   libgtest-dev libgmock-dev libbenchmark-dev \
   python3 python3-venv python3-pip python3-numpy python3-torch python3-requests python3-onnx \
   libopenblas0-pthread libopenblas-pthread-dev \
-  clang
+  clang \
+  openmpi-bin libopenmpi-dev
+# OpenMPI: `mpirun -n 2 steptp generate` in tests/mpi (docs/mpi.md). The main job does not need
+# it: without libopenmpi-dev steptp builds single-process (src/mpi/without_mpi.cc).
 
 # `steptp report` draws its figures with Debian's matplotlib; its test opens the page in headless
 # Chromium. Users of the report command need only python3-matplotlib (README).

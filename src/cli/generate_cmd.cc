@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "dataset/cluster.h"
 #include "dataset/dataset.h"
+#include "mpi/launch.h"
 
 namespace steptp::cli {
 namespace {
@@ -92,21 +94,33 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
     }
     o->progress = isatty(2) != 0;
     if (*no_examples) o->examples = false;
+    // Under mpirun every rank runs this; rank 0 writes the dataset and reports (docs/mpi.md).
+    std::unique_ptr<dataset::Cluster> cluster;
     dataset::GenerateSummary s;
+    int rc = 0;
     try {
-      s = dataset::generate(*o);
+      cluster = mpi::join_cluster();
+      if (cluster->rank() != 0) o->progress = false;
+      s = dataset::generate(*o, *cluster);
     } catch (const std::invalid_argument& e) {
       std::cerr << "steptp generate: " << e.what() << "\n";
-      return 2;
+      rc = 2;
     } catch (const std::exception& e) {
-      std::cerr << "steptp generate: " << e.what() << "\n";
-      return 1;
+      std::cerr << "steptp generate: " << (cluster && cluster->size() > 1 ? fmt::format("rank {}: ", cluster->rank()) : "")
+                << e.what() << "\n";
+      rc = 1;
+    }
+    if (rc) {
+      if (cluster) mpi::abort_all(*cluster, rc);  // the other ranks would wait for this one
+      return rc;
     }
     if (!s.complete) {
-      std::cerr << fmt::format("steptp generate: stopped after {} of {} roots (checkpointed; rerun to resume)\n",
-                               s.roots_done, s.roots);
+      if (cluster->rank() == 0)
+        std::cerr << fmt::format("steptp generate: stopped after {} of {} roots (checkpointed; rerun to resume)\n",
+                                 s.roots_done, s.roots);
       return 3;
     }
+    if (cluster->rank() != 0) return 0;
     nlohmann::json j = dataset::summary_json(s, o->out_dir);
     const auto& inconclusive = s.stats["inconclusive_roots"];
     if (!inconclusive.empty()) {

@@ -5,6 +5,9 @@
 // OUT/checkpoint.sqlite, so a killed run resumes. Parallelism (--jobs) uses forked worker
 // processes (strategies use GiNaC, which is not thread-safe); the export reads every root's
 // records back in root order, so the output bytes do not depend on --jobs or on interruptions.
+// Across machines (`mpirun -n N steptp generate`, docs/mpi.md) the roots are sharded over the
+// ranks (dataset/sharding.h), each rank checkpoints in OUT/ranks/rank-R/, and rank 0 merges the
+// checkpoints and measurement stores and writes the outputs: the same bytes as one process.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,8 @@
 #include "workloads/workload.h"
 
 namespace steptp::dataset {
+
+class Cluster;
 
 struct GenerateOptions {
   std::string out_dir = "steptp-dataset";
@@ -82,6 +87,8 @@ std::vector<Root> collect_roots(const GenerateOptions& o);
 struct GenerateSummary {
   bool complete = false;  // false when stopped by stop_after
   int roots = 0, roots_done = 0;
+  int roots_resumed = 0;  // finished by an earlier (interrupted) run, found in a checkpoint
+  int ranks = 1;          // MPI ranks of the run (docs/mpi.md)
   int train = 0, eval = 0, steps = 0, single = 0, multi = 0;
   int strategies_covered = 0;
   double wall_s = 0, search_s = 0, verify_s = 0, cost_s = 0, export_s = 0;
@@ -93,6 +100,11 @@ struct GenerateSummary {
 // Throws std::invalid_argument (bad option) or std::runtime_error (I/O) with a clear message;
 // on error no output file of the dataset has been written.
 GenerateSummary generate(const GenerateOptions& o);
+// The same run spread over the cluster's ranks (every rank calls it); rank 0 writes the outputs
+// and its summary counts the whole run (other ranks' summaries: their part).
+GenerateSummary generate(const GenerateOptions& o, Cluster& cluster);
+// A rank's own folder when distributed: OUT/ranks/rank-R (checkpoint.sqlite, measurements.sqlite).
+std::string rank_dir(const GenerateOptions& o, int rank);
 
 // The run's summary as `steptp generate --json` prints it (and the Python generate() returns):
 // {"out", "roots", "records", "train", "eval", "single", "multi", "strategies_covered", "wall_s",

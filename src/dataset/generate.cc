@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,9 +18,11 @@
 
 #include "base/hash.h"
 #include "dataset/dataset.h"
+#include "dataset/cluster.h"
 #include "import/onnx_import.h"
 #include "dataset/measurement.h"
 #include "dataset/public_format.h"
+#include "dataset/sharding.h"
 #include "dataset/shortcut.h"
 #include "dataset/record_stats.h"
 #include "dataset/token_stats.h"
@@ -162,6 +165,50 @@ struct Db {
   }
 };
 
+// Indices of the finished roots of a checkpoint; a checkpoint of other options is emptied.
+std::vector<int> open_checkpoint(const std::string& path, const std::string& fingerprint) {
+  Db db(path);
+  if (db.get_meta("fingerprint") != fingerprint) {
+    db.exec("DELETE FROM roots");
+    db.put("INSERT OR REPLACE INTO meta(k, v) VALUES(?, ?)", -1, "fingerprint", fingerprint);
+  }
+  std::vector<int> idx;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db.db, "SELECT idx FROM roots ORDER BY idx", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) idx.push_back(sqlite3_column_int(st, 0));
+  sqlite3_finalize(st);
+  return idx;
+}
+
+// Rank 0 takes into the merged checkpoint the finished roots of rank folders no rank of this
+// run owns (OUT/ranks/rank-R with R >= ranks: an earlier run had more ranks, or an MPI run is
+// resumed by one process), where it sees them (a filesystem shared by the nodes). A folder of
+// other options is left alone.
+void adopt_rank_checkpoints(const fs::path& out, int ranks, const std::string& merged_db, const std::string& fp,
+                            const std::vector<Root>& roots) {
+  std::error_code ec;
+  if (!fs::is_directory(out / "ranks", ec)) return;
+  std::vector<std::pair<int, std::string>> rows;
+  for (const auto& e : fs::directory_iterator(out / "ranks", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("rank-", 0) != 0 || name.size() == 5 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos)
+      continue;
+    const int r = std::atoi(name.c_str() + 5);
+    if ((ranks > 1 && r < ranks) || !fs::exists(e.path() / "checkpoint.sqlite")) continue;
+    Db db((e.path() / "checkpoint.sqlite").string());
+    if (db.get_meta("fingerprint") != fp) continue;
+    for (auto& [i, payload] : db.done())
+      if (i >= 0 && i < int(roots.size())) rows.push_back({i, std::move(payload)});
+  }
+  if (rows.empty()) return;
+  Db db(merged_db);
+  db.exec("BEGIN IMMEDIATE");
+  for (const auto& [i, payload] : rows)
+    db.put("INSERT OR IGNORE INTO roots(idx, key, payload) VALUES(?, ?, ?)", i, roots[size_t(i)].key, payload);
+  db.exec("COMMIT");
+}
+
 void write_atomic(const fs::path& path, const std::string& data) {
   fs::path tmp = path;
   tmp += ".tmp";
@@ -184,6 +231,10 @@ json quantiles(std::vector<double> v) {
 }
 
 }  // namespace
+
+std::string rank_dir(const GenerateOptions& o, int rank) {
+  return (fs::path(o.out_dir) / "ranks" / fmt::format("rank-{}", rank)).string();
+}
 
 std::vector<Root> collect_roots(const GenerateOptions& o) {
   std::vector<Root> roots;
@@ -220,46 +271,73 @@ std::vector<Root> collect_roots(const GenerateOptions& o) {
 }
 
 GenerateSummary generate(const GenerateOptions& o) {
+  SingleProcess one;
+  return generate(o, one);
+}
+
+GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   auto t0 = Clock::now();
   validate(o);
   GenerateSummary sum;
   std::vector<Root> roots = collect_roots(o);
   if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
   sum.roots = int(roots.size());
+  sum.ranks = cluster.size();
+  const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
 
-  // The output folder must be writable before any work starts.
+  // This rank's folder (the output folder itself for a single process) must be writable before
+  // any work starts.
+  const fs::path out(o.out_dir), work = distributed ? fs::path(rank_dir(o, cluster.rank())) : out;
   std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (ec || !fs::is_directory(o.out_dir)) throw std::runtime_error("cannot create --out " + o.out_dir);
+  fs::create_directories(work, ec);
+  if (ec || !fs::is_directory(work)) throw std::runtime_error("cannot create --out " + work.string());
   {
-    fs::path probe = fs::path(o.out_dir) / ".write-probe";
+    fs::path probe = work / ".write-probe";
     std::ofstream f(probe);
-    if (!f) throw std::runtime_error("--out " + o.out_dir + " is not writable");
+    if (!f) throw std::runtime_error("--out " + work.string() + " is not writable");
     f.close();
     fs::remove(probe, ec);
   }
-  std::string db_path = (fs::path(o.out_dir) / "checkpoint.sqlite").string();
-  std::string fp = checkpoint_fingerprint(o, roots);
-  std::map<int, std::string> done;
-  {
-    Db db(db_path);
-    if (db.get_meta("fingerprint") != fp) {
-      db.exec("DELETE FROM roots");
-      db.put("INSERT OR REPLACE INTO meta(k, v) VALUES(?, ?)", -1, "fingerprint", fp);
-    }
-    done = db.done();
+  // Checkpoints: OUT/checkpoint.sqlite (rank 0 merges into it), and each rank's own when
+  // distributed, so a rank that dies keeps its finished roots.
+  const std::string merged_db = (out / "checkpoint.sqlite").string(), rank_db = (work / "checkpoint.sqlite").string();
+  const std::string fp = checkpoint_fingerprint(o, roots);
+  json finished = {{"merged", json::array()}, {"rank", json::array()}};
+  if (lead) {
+    finished["merged"] = open_checkpoint(merged_db, fp);  // empties a checkpoint of other options
+    adopt_rank_checkpoints(out, cluster.size(), merged_db, fp, roots);
+    finished["merged"] = open_checkpoint(merged_db, fp);
   }
-  std::vector<int> todo;
+  finished["rank"] = distributed ? json(open_checkpoint(rank_db, fp)) : finished["merged"];
+  // Roots finished anywhere (in the merged checkpoint or any rank's) are not searched again.
+  std::set<int> merged_before, done_anywhere;
+  {
+    auto all = cluster.all_gather(finished.dump());
+    for (size_t r = 0; r < all.size(); ++r) {
+      json f = json::parse(all[r]);
+      for (int i : f["rank"]) done_anywhere.insert(i);
+      for (int i : f["merged"]) merged_before.insert(i), done_anywhere.insert(i);
+    }
+  }
+  sum.roots_resumed = int(done_anywhere.size());
+  std::vector<int> todo, mine;
   for (int i = 0; i < int(roots.size()); ++i)
-    if (!done.count(i)) todo.push_back(i);
+    if (!done_anywhere.count(i)) todo.push_back(i);
+  {
+    std::vector<uint64_t> costs;
+    for (int i : todo) costs.push_back(root_cost(roots[size_t(i)].program));
+    auto owner = shard_by_cost(costs, cluster.size());
+    for (size_t k = 0; k < todo.size(); ++k)
+      if (owner[k] == cluster.rank()) mine.push_back(todo[k]);
+  }
 
-  // Workers: forked processes, worker k takes todo[k], todo[k+J], ...
+  // Workers: forked processes, worker k takes mine[k], mine[k+J], ...
   auto run_worker = [&](int k, int J, int limit) -> int {
-    Db db(db_path);
+    Db db(rank_db);
     int n = 0;
-    for (size_t j = size_t(k); j < todo.size(); j += size_t(J)) {
+    for (size_t j = size_t(k); j < mine.size(); j += size_t(J)) {
       if (limit >= 0 && n >= limit) return 3;
-      const Root& r = roots[size_t(todo[j])];
+      const Root& r = roots[size_t(mine[j])];
       search::SearchStats st;
       json payload;
       try {
@@ -271,43 +349,70 @@ GenerateSummary generate(const GenerateOptions& o) {
                           {"failed", st.failed}, {"duplicates", st.duplicates},
                           {"root_inconclusive", st.root_inconclusive}, {"root_finite_share", st.root_finite_share}};
       payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s}};
-      db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", todo[j], r.key, payload.dump());
+      db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", mine[j], r.key, payload.dump());
       ++n;
       if (o.progress) std::cerr << fmt::format("\r[generate] worker {} finished {} ({} roots)   ", k, r.key, n) << std::flush;
     }
     return 0;
   };
-  int J = std::max(1, std::min(o.jobs, int(todo.size())));
+  int J = std::max(1, std::min(o.jobs, int(mine.size())));
   bool stopped = false;
-  if (!todo.empty()) {
+  if (!mine.empty()) {
     // A crashed worker (exit code -1 or 1) leaves roots undone: they are finished serially below
     // (a root that crashes again aborts the run with a clear error).
     for (int rc : run_workers(J, [&](int k) { return run_worker(k, J, o.stop_after); }))
       if (rc == 3) stopped = true;
   }
   if (o.progress) std::cerr << "\n";
-  {
-    Db db(db_path);
-    done = db.done();
+  if (!stopped) {
+    std::set<int> have;
+    for (int i : open_checkpoint(rank_db, fp)) have.insert(i);
+    std::vector<int> left;
+    for (int i : mine)
+      if (!have.count(i)) left.push_back(i);
+    mine = left;
+    run_worker(0, 1, -1);
   }
-  sum.roots_done = int(done.size());
-  if (stopped || int(done.size()) < int(roots.size())) {
-    if (!stopped) {
-      // Finish whatever a crashed worker left, serially.
-      todo.clear();
-      for (int i = 0; i < int(roots.size()); ++i)
-        if (!done.count(i)) todo.push_back(i);
-      run_worker(0, 1, -1);
-      Db db(db_path);
-      done = db.done();
-      sum.roots_done = int(done.size());
-    } else {
-      sum.complete = false;
-      sum.wall_s = secs(t0);
-      return sum;
+  // Rank 0 merges what the ranks finished into OUT/checkpoint.sqlite.
+  if (distributed) {
+    std::vector<std::string> rows;
+    for (auto& [i, payload] : Db(rank_db).done())
+      if (!merged_before.count(i)) rows.push_back(std::to_string(i) + "\t" + payload);
+    rows = cluster.gather(std::move(rows));
+    if (lead) {
+      Db db(merged_db);
+      db.exec("BEGIN IMMEDIATE");
+      for (const auto& row : rows) {
+        size_t tab = row.find('\t');
+        int i = std::stoi(row.substr(0, tab));
+        db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", i, roots.at(size_t(i)).key,
+               row.substr(tab + 1));
+      }
+      db.exec("COMMIT");
     }
   }
+  bool stopped_anywhere = false;
+  for (const auto& s : cluster.all_gather(stopped ? "stopped" : "")) stopped_anywhere |= !s.empty();
+  std::map<int, std::string> done;
+  if (lead) done = Db(merged_db).done();
+  sum.roots_done = lead ? int(done.size()) : sum.roots_resumed + int(mine.size());
+  if (stopped_anywhere) {
+    sum.complete = false;
+    sum.wall_s = secs(t0);
+    return sum;
+  }
+  if (lead && int(done.size()) < int(roots.size())) throw std::runtime_error("checkpoint: roots missing after the search");
   sum.complete = true;
+  if (!lead) {
+    // The other ranks' part ends with measuring what rank 0 hands them.
+    if (o.measured) {
+      std::vector<json> none;
+      std::vector<char> keep;
+      measure_kept(none, keep, o, cluster);
+    }
+    sum.wall_s = secs(t0);
+    return sum;
+  }
 
   // ---- gather, filter, split ----
   auto te = Clock::now();
@@ -345,6 +450,7 @@ GenerateSummary generate(const GenerateOptions& o) {
     sum.verify_s += p["timing"]["verify_s"].get<double>();
     sum.cost_s += p["timing"]["cost_s"].get<double>();
     root_stats.push_back({{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
+                          {"cost_estimate", root_cost(roots[size_t(i)].program)},
                           {"search", p["stats"]}, {"error", p["error"]}});
     if (p["stats"].value("root_inconclusive", false))
       inconclusive_roots.push_back({{"key", roots[size_t(i)].key}, {"finite_share", p["stats"]["root_finite_share"]}});
@@ -416,7 +522,7 @@ GenerateSummary generate(const GenerateOptions& o) {
   // ---- measure the kept records on the CPU backend (dataset/measurement.h) ----
   MeasureSummary meas;
   if (o.measured) {
-    meas = measure_kept(recs, keep, o);
+    meas = measure_kept(recs, keep, o, cluster);
     if (meas.dropped_records) drops["measure_failed"] = meas.dropped_records;
     sum.compile_s = meas.compile_s;
     sum.measure_s = meas.measure_s;
@@ -566,7 +672,6 @@ GenerateSummary generate(const GenerateOptions& o) {
   manifest["options"]["format"] = o.format;
   manifest["options"]["answer_format"] = o.answer_format == AnswerFormat::IR ? "ir" : "action";
   manifest["options"]["token_sample"] = o.token_sample;
-  fs::path out(o.out_dir);
   // Each layout's files exist only when it was asked for (no stale files of an earlier run).
   std::vector<std::pair<std::string, const std::string*>> layout_files = {
       {"train.jsonl", steptp_layout ? &train : nullptr}, {"eval.jsonl", steptp_layout ? &eval : nullptr},
@@ -593,7 +698,8 @@ nlohmann::json summary_json(const GenerateSummary& s, const std::string& out_dir
   const double rpm = s.wall_s > 0 ? s.steps / (s.wall_s / 60.0) : 0;
   return {{"out", out_dir}, {"roots", s.roots}, {"records", s.steps}, {"train", s.train}, {"eval", s.eval},
           {"single", s.single}, {"multi", s.multi}, {"strategies_covered", s.strategies_covered},
-          {"wall_s", s.wall_s}, {"records_per_minute", rpm}, {"comparisons_measured", s.pairs_measured},
+          {"wall_s", s.wall_s}, {"records_per_minute", rpm}, {"ranks", s.ranks}, {"roots_resumed", s.roots_resumed},
+          {"comparisons_measured", s.pairs_measured},
           {"comparisons_reused", s.pairs_reused},
           {"breakdown_s", {{"search", s.search_s}, {"verify", s.verify_s}, {"cost_model", s.cost_s},
                            {"compile", s.compile_s}, {"measure", s.measure_s}, {"export", s.export_s}}},

@@ -24,7 +24,9 @@
 #include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
+#include "dataset/cluster.h"
 #include "dataset/dataset.h"
+#include "dataset/sharding.h"
 #include "dataset/workers.h"
 #include "interp/inputs.h"
 #include "leir/program_io.h"
@@ -95,32 +97,26 @@ json stats_to_json(const backend::TimingStats& t) {
   return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
 }
 
-}  // namespace
-
-json measure_records(json records, const GenerateOptions& o, MeasurementStore& store, MeasureStats* stats,
-                     std::vector<char>* kept) {
-  if (kept) kept->assign(records.size(), 0);
-  MeasureStats local;
-  MeasureStats& st = stats ? *stats : local;
-  auto mo = measure_options(o);
-  const std::string config = measurement_json(o).dump();
-  const std::string machine = tune::fingerprint(tune::this_machine(mo.threads));
-  const uint64_t input_seed = strategies::mix_seed(o.seed, 0x3ea5);
-
-  // Distinct programs (by text) and the comparisons the records need, in record order.
+// The comparisons a root's records need: distinct programs (by text) and (a, b) pairs in
+// record order, with their store keys (this machine, the run's measurement options).
+struct Comparisons {
   std::vector<std::string> texts;
   std::map<std::string, int> text_index;
-  auto program_id = [&](const std::string& t) {
-    auto [it, fresh] = text_index.emplace(t, int(texts.size()));
-    if (fresh) texts.push_back(t);
-    return it->second;
-  };
   std::vector<std::pair<int, int>> pairs;
   std::map<std::pair<int, int>, int> pair_index;
-  auto pair_id = [&](int a, int b) {
-    auto [it, fresh] = pair_index.emplace(std::make_pair(a, b), int(pairs.size()));
-    if (fresh) pairs.push_back({a, b});
+  std::vector<std::string> keys;
+};
+
+Comparisons comparisons_of(const json& records, const GenerateOptions& o) {
+  Comparisons c;
+  auto program_id = [&](const std::string& t) {
+    auto [it, fresh] = c.text_index.emplace(t, int(c.texts.size()));
+    if (fresh) c.texts.push_back(t);
     return it->second;
+  };
+  auto pair_id = [&](int a, int b) {
+    auto [it, fresh] = c.pair_index.emplace(std::make_pair(a, b), int(c.pairs.size()));
+    if (fresh) c.pairs.push_back({a, b});
   };
   for (const auto& r : records) {
     int root = program_id(r["root_program"].get<std::string>());
@@ -132,13 +128,33 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
       pair_id(root, res);
     }
   }
+  const std::string config = measurement_json(o).dump();
+  const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
+  for (auto [a, b] : c.pairs)
+    c.keys.push_back(tune::measurement_key({machine, c.texts[size_t(a)], c.texts[size_t(b)], config}));
+  return c;
+}
+
+}  // namespace
+
+json measure_records(json records, const GenerateOptions& o, MeasurementStore& store, MeasureStats* stats,
+                     std::vector<char>* kept) {
+  if (kept) kept->assign(records.size(), 0);
+  MeasureStats local;
+  MeasureStats& st = stats ? *stats : local;
+  auto mo = measure_options(o);
+  const uint64_t input_seed = strategies::mix_seed(o.seed, 0x3ea5);
+  Comparisons c = comparisons_of(records, o);
+  const auto& texts = c.texts;
+  const auto& text_index = c.text_index;
+  const auto& pairs = c.pairs;
+  const auto& pair_index = c.pair_index;
+  const auto& keys = c.keys;
   st.pairs = int(pairs.size());
-  std::vector<std::string> keys(pairs.size());
   std::vector<std::optional<json>> results(pairs.size());
   std::vector<std::pair<int, int>> missing;
   std::vector<size_t> missing_idx;
   for (size_t k = 0; k < pairs.size(); ++k) {
-    keys[k] = tune::measurement_key({machine, texts[size_t(pairs[k].first)], texts[size_t(pairs[k].second)], config});
     results[k] = store.get(keys[k]);
     if (results[k]) {
       st.reused++;
@@ -262,13 +278,50 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   return out;
 }
 
-}  // namespace steptp::dataset
+namespace {
 
-namespace steptp::dataset {
+// Rank 0 takes every measuring rank's facts into the merged store (the first value of a key
+// stays the fact, tune/database.h).
+void merge_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path) {
+  std::vector<std::string> rows;
+  if (cluster.measuring())
+    for (const auto& [key, value] : MeasurementStore(rank_path).entries()) rows.push_back(key + "\t" + value.dump());
+  rows = cluster.gather(std::move(rows));
+  if (cluster.rank() != 0) return;
+  std::vector<std::pair<std::string, json>> entries;
+  for (const auto& row : rows) {
+    size_t tab = row.find('\t');
+    entries.push_back({row.substr(0, tab), json::parse(row.substr(tab + 1))});
+  }
+  MeasurementStore(merged_path).put_all(entries);
+}
 
-MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o) {
-  using nlohmann::json;
+}  // namespace
+
+MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
+                            Cluster& cluster) {
   MeasureSummary sum;
+  const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
+  const std::string path = measurement_store_path(o);
+  const std::string rank_path =
+      distributed ? (fs::path(rank_dir(o, cluster.rank())) / "measurements.sqlite").string() : path;
+  // Keys carry the machine fingerprint and rank 0 reads every fact back under its own, so all
+  // measuring ranks must be one machine type.
+  const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
+  const auto machines = cluster.all_gather(cluster.measuring() ? machine : "");
+  if (lead)
+    for (size_t r = 0; r < machines.size(); ++r)
+      if (!machines[r].empty() && machines[r] != machine)
+        throw std::runtime_error(fmt::format(
+            "measuring rank {} is another machine type than rank 0 ({} vs {}): measure on one kind of node "
+            "(e.g. a Slurm --constraint) or use --cost model",
+            r, machines[r], machine));
+  // The tables exist before workers race to them.
+  if (lead) MeasurementStore create(path);
+  if (cluster.measuring()) MeasurementStore create(rank_path);
+  // Facts an interrupted run left in the ranks' stores count before anything is handed out.
+  if (distributed) merge_stores(cluster, rank_path, path);
+
   // Groups of kept records by root (consecutive in recs).
   std::vector<std::vector<size_t>> groups;
   std::string last;
@@ -279,16 +332,41 @@ MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>
     groups.back().push_back(i);
     last = key;
   }
-  const std::string path = measurement_store_path(o);
-  { MeasurementStore create(path); }  // the table exists before workers race to it
+  auto group_json = [&](const std::vector<size_t>& g) {
+    json arr = json::array();
+    for (size_t i : g) arr.push_back(recs[i]);
+    return arr;
+  };
+  // Rank 0 hands the groups with comparisons missing from the store to the measuring ranks,
+  // balanced by their count of missing comparisons.
+  std::vector<std::vector<std::string>> per_rank(size_t(cluster.size()));
+  if (lead) {
+    MeasurementStore store(path);
+    std::vector<int> measurers;
+    for (size_t r = 0; r < machines.size(); ++r)
+      if (!machines[r].empty()) measurers.push_back(int(r));
+    std::vector<json> pending;
+    std::vector<uint64_t> costs;
+    for (const auto& g : groups) {
+      json arr = group_json(g);
+      uint64_t missing = 0;
+      for (const auto& key : comparisons_of(arr, o).keys) missing += !store.get(key);
+      if (!missing) continue;
+      pending.push_back(std::move(arr));
+      costs.push_back(missing);
+    }
+    auto owner = shard_by_cost(costs, int(measurers.size()));
+    for (size_t k = 0; k < pending.size(); ++k) per_rank[size_t(measurers[size_t(owner[k])])].push_back(pending[k].dump());
+  }
+  const std::vector<std::string> mine = cluster.scatter(std::move(per_rank));
 
-  // Phase 1: workers fill the store (worker k takes groups k, k+J, ...); per-worker timing
-  // comes back through shared memory.
+  // Phase 1: workers fill this rank's store (worker k takes groups k, k+J, ...); per-worker
+  // timing comes back through shared memory.
   struct WorkerTiming {
     double compile_s, measure_s;
     int measured, reused;
   };
-  int J = std::max(1, std::min(o.jobs, int(groups.size())));
+  int J = std::max(1, std::min(o.jobs, int(mine.size())));
   size_t bytes = sizeof(WorkerTiming) * size_t(J);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw std::runtime_error("cannot map worker timing");
@@ -296,12 +374,10 @@ MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>
   auto* timing = static_cast<WorkerTiming*>(mem);
   size_t done = 0;
   auto worker = [&](int k) {
-    MeasurementStore store(path);
-    for (size_t g = size_t(k); g < groups.size(); g += size_t(J)) {
-      json arr = json::array();
-      for (size_t i : groups[g]) arr.push_back(recs[i]);
+    MeasurementStore store(rank_path);
+    for (size_t g = size_t(k); g < mine.size(); g += size_t(J)) {
       MeasureStats st;
-      measure_records(std::move(arr), o, store, &st);
+      measure_records(json::parse(mine[g]), o, store, &st);
       timing[k].compile_s += st.compile_s;
       timing[k].measure_s += st.measure_s;
       timing[k].measured += st.measured;
@@ -312,18 +388,34 @@ MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>
       }
     }
   };
-  // A worker that dies leaves comparisons missing: phase 2 measures them here.
-  run_workers(J, [&](int k) {
-    worker(k);
-    return 0;
-  });
-  if (o.progress) std::cerr << "\n";
+  // A worker that dies leaves comparisons missing: phase 2 measures them on rank 0.
+  if (!mine.empty())
+    run_workers(J, [&](int k) {
+      worker(k);
+      return 0;
+    });
+  if (o.progress && !mine.empty()) std::cerr << "\n";
   for (int k = 0; k < J; ++k) {
     sum.compile_s += timing[k].compile_s;
     sum.measure_s += timing[k].measure_s;
     sum.measured += timing[k].measured;
   }
   munmap(mem, bytes);
+  if (distributed) {
+    merge_stores(cluster, rank_path, path);
+    // Rank 0 reports the whole run's phase 1: every measuring rank's timing and count.
+    auto parts = cluster.gather({json{{"compile_s", sum.compile_s}, {"measure_s", sum.measure_s},
+                                      {"measured", sum.measured}}.dump()});
+    if (!lead) return sum;
+    sum.compile_s = sum.measure_s = 0;
+    sum.measured = 0;
+    for (const auto& part : parts) {
+      json p = json::parse(part);
+      sum.compile_s += p["compile_s"].get<double>();
+      sum.measure_s += p["measure_s"].get<double>();
+      sum.measured += p["measured"].get<int>();
+    }
+  }
 
   // Phase 2: every kept record from the store (a comparison still missing — a worker died — is
   // measured here).

@@ -36,6 +36,7 @@
 
 namespace steptp::dataset {
 
+class Cluster;
 struct GenerateOptions;
 
 struct MeasureStats {
@@ -73,6 +74,11 @@ struct MeasureSummary {
 // Measures the kept records (`keep[i]`), root by root (records of one root are consecutive and
 // share root.key), in up to o.jobs forked workers that fill the store; then rewrites every kept
 // record from the store (measure_records) and clears keep[i] of the records it drops.
-MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o);
+// Distributed (every rank calls it; only rank 0 passes records): rank 0 hands the roots whose
+// comparisons the store lacks to the measuring ranks (one per node, Cluster::measuring), each
+// fills its own store (OUT/ranks/rank-R/measurements.sqlite), rank 0 merges those into the
+// store and rewrites the records from it. Other ranks return an empty summary.
+MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o,
+                            Cluster& cluster);
 
 }  // namespace steptp::dataset

@@ -1,5 +1,7 @@
 #include "dataset/workers.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,10 +15,15 @@ std::vector<int> run_workers(int jobs, const std::function<int(int)>& worker) {
   std::cout.flush();
   std::cerr.flush();
   std::vector<pid_t> pids;
+  const pid_t parent = getpid();
   for (int k = 0; k < jobs; ++k) {
     pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
+      // A worker dies with its parent (a killed run, an MPI rank ended by mpirun): no orphan
+      // goes on writing the checkpoint while a rerun resumes from it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       int rc = 1;
       try {
         rc = worker(k);

@@ -80,6 +80,17 @@ int64_t MeasurementStore::size() {
   return n;
 }
 
+std::vector<std::pair<std::string, json>> MeasurementStore::entries() {
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT key, payload FROM measurements ORDER BY key", -1, &st, nullptr);
+  std::vector<std::pair<std::string, json>> all;
+  while (sqlite3_step(st) == SQLITE_ROW)
+    all.push_back({reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                   json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)))});
+  sqlite3_finalize(st);
+  return all;
+}
+
 std::string measurement_key(const std::vector<std::string>& parts) {
   std::string all;
   for (const auto& p : parts) all += p + '\0';

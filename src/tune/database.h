@@ -32,6 +32,8 @@ class MeasurementStore {
   // One transaction; an entry that is already stored (another worker was first) is kept.
   void put_all(const std::vector<std::pair<std::string, nlohmann::json>>& entries);
   int64_t size();
+  // Every (key, value), in key order (to merge stores: put_all into another).
+  std::vector<std::pair<std::string, nlohmann::json>> entries();
 
  private:
   sqlite3* db_ = nullptr;

@@ -1,0 +1,25 @@
+// Deterministic sharding of work over ranks (docs/mpi.md). Each root (and, for measurement,
+// each root's group of kept records) gets a cost estimate computed from its content only, and
+// the items go to ranks by longest-processing-time-first: every rank computes the same
+// assignment, and the ranks' estimated loads differ by at most the largest item's cost.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "leir/ast.h"
+
+namespace steptp::dataset {
+
+// Estimated search cost of a root (arbitrary units, deterministic, integer): the search
+// verifies every candidate on the interpreter, so a candidate costs about the statements the
+// program executes (search::program_facts: iterations summed over statements) plus a fixed
+// part (apply, analysis, the verifier's set-up); the candidates per state grow with the
+// program's nests and statements. Hence (nests + statements) x (executed statements + 4096).
+uint64_t root_cost(const leir::Program& p);
+
+// owner[i] in [0, parts) for items of the given costs: items in decreasing cost (ties: lower
+// index first) each go to the least loaded part (ties: lower part).
+std::vector<int> shard_by_cost(const std::vector<uint64_t>& costs, int parts);
+
+}  // namespace steptp::dataset

@@ -1,0 +1,31 @@
+// Sharding of roots over ranks (dataset/sharding.h): longest-processing-time-first on the cost
+// estimates, deterministic, and the estimate grows with the work a search does.
+#include <gtest/gtest.h>
+
+#include "dataset/sharding.h"
+#include "workloads/workload.h"
+
+namespace steptp::dataset {
+namespace {
+
+TEST(Sharding, LongestFirstToTheLeastLoadedRank) {
+  // By hand: 5 -> r0 (5), 4 -> r1 (4), 3 -> r1 (7), 3 -> r0 (8), 2 -> r1 (9), 1 -> r0 (9).
+  EXPECT_EQ(shard_by_cost({3, 5, 1, 4, 3, 2}, 2), (std::vector<int>{1, 0, 0, 1, 0, 1}));
+  // Ties go to the lower index first and the lower rank first.
+  EXPECT_EQ(shard_by_cost({7, 7, 7, 7}, 3), (std::vector<int>{0, 1, 2, 0}));
+  EXPECT_EQ(shard_by_cost({}, 4), std::vector<int>{});
+  EXPECT_EQ(shard_by_cost({9, 1}, 1), (std::vector<int>{0, 0}));
+}
+
+TEST(Sharding, RootCostGrowsWithTheProgram) {
+  const auto* w = workloads::find_workload("square_matmul");
+  ASSERT_NE(w, nullptr);
+  uint64_t tiny = root_cost(workloads::emit(*w, 1, workloads::SizeClass::Tiny));
+  uint64_t small = root_cost(workloads::emit(*w, 1, workloads::SizeClass::Small));
+  EXPECT_GT(tiny, 0u);
+  EXPECT_GT(small, tiny);
+  EXPECT_EQ(tiny, root_cost(workloads::emit(*w, 1, workloads::SizeClass::Tiny)));
+}
+
+}  // namespace
+}  // namespace steptp::dataset
