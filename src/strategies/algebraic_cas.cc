@@ -348,18 +348,20 @@ class ExpandCollect final : public CasStrategy {
     if (!product) return no("missing parameter product");
     for (const auto& [key, m] : distributable_products(s, e)) {
       if (key != *product) continue;
+      // The sum factor to distribute over: the first by its LEIR print. GiNaC's own factor order
+      // follows hash values that change from run to run (ASLR), so "the first op" would not.
+      size_t pick = m.nops();
+      std::string pick_key;
+      for (size_t i = 0; i < m.nops(); ++i) {
+        if (!GiNaC::is_a<GiNaC::add>(m.op(i))) continue;
+        std::string k = printed(s, m.op(i));
+        if (pick == m.nops() || k < pick_key) pick = i, pick_key = std::move(k);
+      }
       ex distributed = 0;
       ex rest = 1;
-      ex sum;
-      bool taken = false;
-      for (size_t i = 0; i < m.nops(); ++i) {
-        if (!taken && GiNaC::is_a<GiNaC::add>(m.op(i))) {
-          sum = m.op(i);
-          taken = true;
-        } else {
-          rest *= m.op(i);
-        }
-      }
+      const ex sum = m.op(pick);
+      for (size_t i = 0; i < m.nops(); ++i)
+        if (i != pick) rest *= m.op(i);
       for (const auto& t : terms_of(sum)) distributed += rest * t;
       return ok(e.subs(m == distributed, GiNaC::subs_options::no_pattern));
     }
