@@ -22,6 +22,7 @@
 
 #include "dataset/dataset_test_util.h"
 #include "mpi/launch.h"
+#include "shell_command.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -52,20 +53,8 @@ std::string mpirun(const std::string& rank_command) {
                      rank_command);
 }
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-Result sh(const std::string& cmd) {
-  Result r;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using Result = steptp::testing::ShellResult;
+Result sh(const std::string& cmd) { return steptp::testing::run_shell(cmd + " 2>&1"); }
 
 // The summary line of a generate --json run (its last line starting with '{').
 json summary(const Result& r) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/program_io.h"
+#include "shell_command.h"
 #include "tune/database.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
@@ -40,21 +41,8 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
-Run run(const std::string& args) {
-  std::string cmd = std::string(STEPTP_EXE) + " " + args + " 2>&1";
-  Run r;
-  FILE* f = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using Run = steptp::testing::ShellResult;
+Run run(const std::string& args) { return steptp::testing::run_shell(std::string(STEPTP_EXE) + " " + args + " 2>&1"); }
 
 fs::path write_root(const fs::path& dir) {
   fs::path p = dir / "root.leir";
