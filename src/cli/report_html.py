@@ -181,9 +181,10 @@ def fig_speedups(stats, steps):
 
 
 def fig_depth(stats, steps):
-    depths = sorted({r["depth"] for r in steps})
-    single = [sum(1 for r in steps if r["depth"] == d and r["kind"] == "single") for d in depths]
-    multi = [sum(1 for r in steps if r["depth"] == d and r["kind"] == "multi") for d in depths]
+    dist = stats["depth_distribution"]
+    depths = [d["depth"] for d in dist]
+    single = [d["single"] for d in dist]
+    multi = [d["multi"] for d in dist]
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.bar(depths, single, color=TRAIN, label="single-answer")
     ax.bar(depths, multi, bottom=single, color=EVAL, label="multi-answer")
@@ -226,10 +227,7 @@ def fig_tokens(stats, steps):
 
 
 def fig_best(stats, steps):
-    best = {}
-    for r, a in singles(steps):
-        k = r["root"]["key"]
-        best[k] = max(best.get(k, a["cost"]["speedup_vs_root"]), a["cost"]["speedup_vs_root"])
+    best = {r["key"]: r["speedup_vs_root"] for r in stats["best_found_speedup"]["per_root"]}
     keys = sorted(best, key=lambda k: (best[k], k))
     fig, ax = plt.subplots(figsize=(8, 0.6 + 0.2 * max(1, len(keys))))
     vals = [best[k] for k in keys]
@@ -239,7 +237,7 @@ def fig_best(stats, steps):
     ax.set_xscale("log")
     log_ticks(ax, best.values())
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
-    med = statistics.median_low(best.values()) if best else float("nan")
+    med = stats["best_found_speedup"]["median"] if best else float("nan")
     if best:
         ax.axvline(med, color="#c0392b", lw=1.0, label=f"median {med:.3g}")
         ax.legend(loc="lower right")
@@ -269,12 +267,12 @@ def page(d, stats, steps):
                          "(the dataset was generated with --token-sample 0).")
             continue
         figs.append(out)
-    sg = singles(steps)
-    imp = sum(a["label"] == "improving" for _, a in sg)
+    share = stats["improving_share"]
+    imp, n_single = share["improving"], share["single"]
     rows = [("records", f"{stats['records']} ({stats.get('train', '?')} train, {stats.get('eval', '?')} eval; "
                         f"{stats.get('single', '?')} single-answer, {stats.get('multi', '?')} multi-answer)"),
             ("strategies covered", f"{stats.get('strategies_covered', '?')} of {stats.get('strategies_total', '?')}"),
-            ("improving single-answer records", f"{imp} of {len(sg)}" + (f" ({imp / len(sg):.1%})" if sg else "")),
+            ("improving single-answer records", f"{imp} of {n_single}" + (f" ({imp / n_single:.1%})" if n_single else "")),
             ("speedups", "measured" if stats.get("speedup_measured") else "analytic cost model (not measured)")]
     q = stats.get("speedup_vs_parent") or {}
     if "median" in q:
