@@ -90,16 +90,11 @@ def vectorize_everywhere(src, dst, exe):
     return steps
 
 
-def bench_pair(path, threads, min_time, exe):
-    j = json.loads(steptp(["bench", path, "--vs-scalar-math", "--threads", str(threads), "--min-time", str(min_time),
-                           "--json"], exe))
-    return j["baseline"]["median_ms"], j["median_ms"]
-
-
-def bench_against(base, other, threads, min_time, exe):
-    """(base ms, other ms) from one interleaved `steptp bench BASE --against OTHER` session."""
-    j = json.loads(steptp(["bench", base, "--against", other, "--threads", str(threads), "--min-time", str(min_time),
-                           "--json"], exe))
+def bench_interleaved(path, second, threads, min_time, exe):
+    """(first ms, second ms) from one interleaved `steptp bench PATH ...` session; `second` is
+    ["--vs-scalar-math"] (first = scalar math) or ["--against", OTHER]."""
+    j = json.loads(steptp(["bench", path] + second + ["--threads", str(threads), "--min-time", str(min_time),
+                                                      "--json"], exe))
     return j["baseline"]["median_ms"], j["median_ms"]
 
 
@@ -137,12 +132,12 @@ def main(argv=None):
                 columns[4:4] = ["tuned", "naive_vs_tuned"]
             samples = {k: [] for k in columns}
             for _ in range(a.rounds):
-                o, n = bench_pair(naive, a.threads, a.min_time, a.steptp)
+                o, n = bench_interleaved(naive, ["--vs-scalar-math"], a.threads, a.min_time, a.steptp)
                 samples["naive_old"].append(o), samples["naive_new"].append(n)
-                o, n = bench_pair(vect, a.threads, a.min_time, a.steptp)
+                o, n = bench_interleaved(vect, ["--vs-scalar-math"], a.threads, a.min_time, a.steptp)
                 samples["vect_old"].append(o), samples["vect_new"].append(n)
                 if a.tune:  # interleaved with the naive program (vector math), like every other pair
-                    n2, t2 = bench_against(naive, tuned, a.threads, a.min_time, a.steptp)
+                    n2, t2 = bench_interleaved(naive, ["--against", tuned], a.threads, a.min_time, a.steptp)
                     samples["tuned"].append(t2), samples["naive_vs_tuned"].append(n2)
                 try:
                     t = torch_eager.time_reference(ref, threads=a.threads, min_time=a.min_time)
