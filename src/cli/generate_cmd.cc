@@ -23,12 +23,20 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   auto json_out = std::make_shared<bool>(false);
   sub.add_option("--out", o->out_dir, "output folder")->capture_default_str();
   sub.add_option("--seed", o->seed, "seed of every choice")->capture_default_str();
-  sub.add_option("--size", *size, "workload size class: tiny|small|default")->capture_default_str();
+  sub.add_option("--size", *size, "workload size class: tiny|small|default|bench")->capture_default_str();
   sub.add_option("--programs", o->programs, "built-in workloads to use (-1 = all)")->capture_default_str();
   sub.add_option("--composites", o->composites, "random composite programs")->capture_default_str();
   sub.add_option("--input", o->input, "extra programs (.jsonl/.json/.leir, or an .onnx model)");
   auto no_examples = std::make_shared<bool>(false);
   sub.add_flag("--no-examples", *no_examples, "do not add the programs of ../shared/examples");
+  auto trajectories = std::make_shared<std::string>("search");
+  sub.add_option("--trajectories", *trajectories,
+                 "where trajectories come from: search (the analytic beam search) or tune (`steptp tune` "
+                 "per root, measurement in the loop; records from its measured search tree)")
+      ->check(CLI::IsMember({"search", "tune"}))
+      ->capture_default_str();
+  sub.add_option("--tune-trials", o->tune_trials, "measured candidates per root with --trajectories tune")
+      ->capture_default_str();
   sub.add_option("--search", *mode, "greedy|beam")->capture_default_str();
   sub.add_option("--beam", o->beam, "beam width")->capture_default_str();
   sub.add_option("--depth", o->depth, "maximum steps per trajectory")->capture_default_str();
@@ -75,11 +83,12 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   return [=]() -> int {
     auto sc = workloads::parse_size_class(*size);
     if (!sc) {
-      std::cerr << "steptp generate: --size must be tiny, small or default (got '" << *size << "')\n";
+      std::cerr << "steptp generate: --size must be tiny, small, default or bench (got '" << *size << "')\n";
       return 2;
     }
     o->size = *sc;
     o->answer_format = dataset::answer_format_from(*answer_format);
+    o->trajectories = *trajectories == "tune" ? dataset::Trajectories::Tune : dataset::Trajectories::Search;
     if (*mode == "greedy") o->mode = search::Mode::Greedy;
     else if (*mode == "beam") o->mode = search::Mode::Beam;
     else {

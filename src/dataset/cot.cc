@@ -124,6 +124,23 @@ std::string expectation_text(const json& a) {
   return est;
 }
 
+// What the tuner's learned cost model predicted for the result (tuned records).
+std::string learned_text(const json& a) {
+  if (!a.contains("learned_model")) return "";
+  return " The tuner's learned model (trained on this root's measured candidates) predicted " +
+         num(a["learned_model"]["predicted_speedup_vs_root"]) + " over the root.";
+}
+
+// The label in words; an enabling step names what it enabled (answer.path, record fields).
+std::string label_text(const json& a) {
+  if (a["label"] == "improving") return "an improving step";
+  if (a["label"] != "enabling") return "a non-improving but valid step";
+  const json& p = a["path"];
+  return "an enabling step: not faster on its own, it is step " + num(p["step"]) + " of " + num(p["of"]) +
+         " of the best-found trajectory, whose later steps make the program " + num(p["enabled_speedup"]) +
+         " times faster than this result";
+}
+
 std::string verdict(Expect x, bool improving) {
   if (x == Expect::Neutral) return "";
   bool expected_better = x == Expect::Faster;
@@ -243,7 +260,7 @@ std::string make_cot(const json& rec) {
          a["site"]["description"].get<std::string>() + ") with params " + a["params"].dump() + ": it " +
          purpose(a["strategy"].get<std::string>()) + "; the strategy is " + a["exactness"].get<std::string>() +
          ".\n" + std::string(multi ? "    " : "   ") + "Why: " + grounds(a["effect"]) + " " +
-         expectation_text(a) + "." + cpu_meaning(rec, a) + "\n";
+         expectation_text(a) + "." + learned_text(a) + cpu_meaning(rec, a) + "\n";
   }
   // (d) exact transition
   c += "d) Transition:\n";
@@ -267,8 +284,7 @@ std::string make_cot(const json& rec) {
          (k["measured"].get<bool>() ? "measured CPU time (ms, median)" : "modelled (not measured) cost") + " " +
          num(k["parent"]) + " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
          num(k["speedup_vs_root"]) + " over the root; " +
-         (a["label"] == "improving" ? "an improving step" : "a non-improving but valid step") +
-         verdict(expectation(a), a["label"] == "improving") + ".";
+         label_text(a) + verdict(expectation(a), a["label"] == "improving") + ".";
   }
   c += "\n";
   return c;

@@ -22,9 +22,18 @@
 #include "search/search.h"
 #include "workloads/workload.h"
 
+namespace steptp::tune {
+class Runner;
+}
+
 namespace steptp::dataset {
 
 class Cluster;
+
+// Where the trajectories of the records come from: the analytic beam search (search/search.h,
+// fast; costs from the model until measurement) or `steptp tune` per root (measurement in the
+// loop; dataset/tuned_trajectory.h).
+enum class Trajectories : uint8_t { Search, Tune };
 
 struct GenerateOptions {
   std::string out_dir = "steptp-dataset";
@@ -40,6 +49,9 @@ struct GenerateOptions {
   int sites_per_strategy = 2;
   int params_per_site = 2;
   int verify_trials = 3;
+  Trajectories trajectories = Trajectories::Search;
+  int tune_trials = 16;  // measured candidates per root (--trajectories tune)
+  tune::Runner* tune_runner = nullptr;  // testing: the tuner's timing (null: the CPU, tune/runner.h)
   int jobs = 1;
   // Filtering (documented defaults).
   // Max single-answer records per strategy. 35 keeps the default run (built-in suite, --jobs 2)
@@ -114,7 +126,9 @@ nlohmann::json summary_json(const GenerateSummary& s, const std::string& out_dir
 
 // --- pieces exposed for tests ---
 // Raw records of one root (before filtering), deterministic.
-nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr);
+// `tune_store`: the measurement store the tuner uses (--trajectories tune; empty: the run's).
+nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr,
+                            const std::string& tune_store = "");
 // The grounded CoT of a record (sections a-e); every number comes from a field of the record.
 std::string make_cot(const nlohmann::json& rec);
 // Chat record {"messages":[system,user,assistant], "reward_context": reward_context(rec)}: the

@@ -93,6 +93,60 @@ json timing_json(const json& t) {
           {"cv", std::round(t["cv"].get<double>() * 1e4) / 1e4},
           {"repeats", t["repeats"]}};
 }
+// The noise rule of the timing policy (tune/runner.h) on a stored comparison.
+bool clears_noise_json(const json& v) {
+  auto stats = [](const json& t) {
+    return backend::TimingStats{t["median_ms"].get<double>(), t["min_ms"].get<double>(), t["max_ms"].get<double>(),
+                                t["cv"].get<double>(), t["repeats"].get<int>()};
+  };
+  backend::Comparison c{stats(v["a"]), stats(v["b"]), 1.0};
+  c.speedup = c.b.median_ms > 0 ? c.a.median_ms / c.b.median_ms : 0;
+  return tune::clears_noise(c);
+}
+
+// The label of an answer from its measurements: "improving" when the speedup over the parent
+// reaches the threshold and clears the noise of both timings (tune/runner.h), else
+// "non_improving" — until label_enabling_steps sees the whole path.
+std::string step_label(json& a, double sp, bool clears_noise, double threshold) {
+  a["cost"]["clears_noise"] = clears_noise;
+  return sp >= threshold && clears_noise ? "improving" : "non_improving";
+}
+
+// Steps of a tuned root's best path (answers with "path") that are not improving on their own
+// become "enabling" when a later step of the path is improving and the path's last result is at
+// least `threshold` faster than theirs — both speedups over the root from these records'
+// measurements (path.enabled_speedup = last result's speedup_vs_root / this result's), never
+// mixed with the tuner's own sessions (other inputs, other timing options).
+void label_enabling_steps(json& records, double threshold) {
+  std::map<int, json*> path;  // step -> one answer of it (records repeat answers in multi-answer sets)
+  int length = 0;
+  for (auto& r : records)
+    for (auto& a : r["answers"])
+      if (a.contains("path")) {
+        path.emplace(a["path"]["step"].get<int>(), &a);
+        length = a["path"]["of"].get<int>();
+      }
+  if (length == 0 || !path.count(length)) return;  // the last step's measurement failed: no grounds
+  const double last = (*path.at(length))["cost"]["speedup_vs_root"].get<double>();
+  std::map<int, double> enabled;  // step -> enabled speedup
+  bool improving_later = false;
+  for (int k = length; k >= 1; --k) {
+    auto it = path.find(k);
+    if (it == path.end()) continue;
+    const json& a = *it->second;
+    const double sr = a["cost"]["speedup_vs_root"].get<double>();
+    if (a["label"] == "improving") improving_later = true;
+    else if (improving_later && k < length && sr > 0 && search::round_ratio(last, sr) >= threshold)
+      enabled[k] = search::round_ratio(last, sr);
+  }
+  for (auto& r : records)
+    for (auto& a : r["answers"])
+      if (a.contains("path") && enabled.count(a["path"]["step"].get<int>())) {
+        a["label"] = "enabling";
+        a["path"]["enabled_speedup"] = enabled.at(a["path"]["step"].get<int>());
+      }
+}
+
 json stats_to_json(const backend::TimingStats& t) {
   return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
 }
@@ -255,7 +309,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
                    {"vs_root", {{"root", rr}, {"result", r2}}},
                    {"threads", mo.threads},
                    {"model", model}};
-      a["label"] = sp >= o.improve_threshold ? "improving" : "non_improving";
+      a["label"] = step_label(a, sp, clears_noise_json(vp), o.improve_threshold);
       answers.push_back(std::move(a));
     }
     bool multi = r["kind"] == "multi";
@@ -275,6 +329,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     if (kept) (*kept)[ri] = 1;
     out.push_back(std::move(r));
   }
+  label_enabling_steps(out, o.improve_threshold);
   return out;
 }
 

@@ -10,9 +10,10 @@ namespace steptp::dataset {
 using nlohmann::json;
 
 namespace {
-json share_json(int single, int improving) {
+json share_json(int single, int improving, int enabling) {
   return {{"single", single},
           {"improving", improving},
+          {"enabling", enabling},
           {"share", single ? std::round(1e4 * improving / single) / 1e4 : 0.0}};
 }
 }  // namespace
@@ -27,6 +28,7 @@ void RecordStats::add(const json& r) {
   for (Share* s : {&all_, &per_strategy_[a["strategy"].get<std::string>()]}) {
     s->single++;
     s->improving += improving;
+    s->enabling += a["label"] == "enabling";
   }
   const double sr = a["cost"]["speedup_vs_root"].get<double>();
   Best& b = best_[r["root"]["key"].get<std::string>()];
@@ -36,8 +38,8 @@ void RecordStats::add(const json& r) {
 
 json RecordStats::to_json() const {
   json per = json::object();
-  for (const auto& [s, v] : per_strategy_) per[s] = share_json(v.single, v.improving);
-  json share = share_json(all_.single, all_.improving);
+  for (const auto& [s, v] : per_strategy_) per[s] = share_json(v.single, v.improving, v.enabling);
+  json share = share_json(all_.single, all_.improving, all_.enabling);
   share["per_strategy"] = per;
 
   json depths = json::array();

@@ -17,8 +17,8 @@ class RecordStats {
   // One record as steps.jsonl holds it (kind, depth, root.key, answers[].strategy/label/cost).
   void add(const nlohmann::json& record);
 
-  // {"improving_share": {"single", "improving", "share", "per_strategy": {strategy: {"single",
-  //   "improving", "share"}}},
+  // {"improving_share": {"single", "improving", "enabling", "share", "per_strategy": {strategy:
+  //   {"single", "improving", "enabling", "share"}}},
   //  "depth_distribution": [{"depth", "records", "single", "multi"}] (ascending depth),
   //  "best_found_speedup": {"roots", "median", "per_root": [{"key", "speedup_vs_root",
   //   "records"}]} (roots by key; median is the lower median, as stats.json's other quantiles)}.
@@ -28,6 +28,7 @@ class RecordStats {
  private:
   struct Share {
     int single = 0, improving = 0;
+    int enabling = 0;  // steps of a tuned path that only enable later ones (dataset/measurement.h)
   };
   struct Depth {
     int single = 0, multi = 0;

@@ -1,5 +1,6 @@
 // Records: one per verified transition (single-answer) and one multi-answer record per state.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -9,7 +10,9 @@
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
 #include "dataset/dataset.h"
+#include "dataset/measurement.h"
 #include "dataset/shortcut.h"
+#include "dataset/tuned_trajectory.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
@@ -206,7 +209,7 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
   int site_item = t.site.path.empty() ? -1 : t.site.path[0];
   double sp = search::round_ratio(t.cost_parent.value, t.cost_result.value);
   double sr = search::round_ratio(t.cost_root.value, t.cost_result.value);
-  return {{"strategy", t.strategy},
+  json a = {{"strategy", t.strategy},
           {"site", {{"index", t.site_index}, {"path", t.site.path}, {"detail", t.site.detail},
                     {"description", t.site.description}}},
           {"params", params_json(t.params)},
@@ -226,30 +229,30 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
           {"transition", transition_json(t.parent, t.result)},
           {"effect", effect_json(t.parent, parent_facts, t.result)},
           {"site_item", site_item}};
+  // A step of a tuned root's best-found path (dataset/tuned_trajectory.h): its place on the path
+  // and the speedup the whole path reaches (the grounds of an "enabling" label).
+  if (t.learned_speedup_vs_root)
+    a["learned_model"] = {{"predicted_speedup_vs_root", search::round_ratio(*t.learned_speedup_vs_root, 1.0)}};
+  if (t.path_step)
+    a["path"] = {{"step", t.path_step}, {"of", t.path_length}, {"speedup_vs_root", search::round_ratio(t.path_speedup, 1.0)}};
+  return a;
 }
 
 }  // namespace
 
-json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats) {
-  search::SearchOptions so;
-  so.seed = strategies::mix_seed(o.seed, search::program_hash(r.program));
-  so.mode = o.mode;
-  so.beam = o.beam;
-  so.depth = o.depth;
-  so.sites_per_strategy = o.sites_per_strategy;
-  so.params_per_site = o.params_per_site;
-  so.verify_trials = o.verify_trials;
-  auto res = search::run_search(r.program, so);
-  if (stats) *stats = res.stats;
+namespace {
 
+// Records of one root from its transitions (grouped by parent state).
+json records_from(const Root& r, const GenerateOptions& o, const std::vector<search::Transition>& transitions,
+                  uint64_t seed) {
   std::string root_text = leir::program_to_text(r.program);
   json root = {{"key", r.key}, {"family", r.family}, {"name", r.program.name},
                {"hash", search::hex64(search::program_hash(r.program))}};
   // Group transitions by parent state (in order of first appearance).
   std::vector<int> state_order;
   std::map<int, std::vector<size_t>> by_state;
-  for (size_t i = 0; i < res.transitions.size(); ++i) {
-    int s = res.transitions[i].state;
+  for (size_t i = 0; i < transitions.size(); ++i) {
+    int s = transitions[i].state;
     if (!by_state.count(s)) state_order.push_back(s);
     by_state[s].push_back(i);
   }
@@ -257,7 +260,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
   int seq = 0;
   for (int s : state_order) {
     const auto& idx = by_state[s];
-    const auto& first = res.transitions[idx[0]];
+    const auto& first = transitions[idx[0]];
     json base = {{"root", root},
                  {"root_program", root_text},
                  {"parent_program", leir::program_to_text(first.parent)},
@@ -273,7 +276,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     int non_impr = 0;
     std::vector<size_t> by_cost = idx;
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
-      return res.transitions[a].cost_result.value < res.transitions[b].cost_result.value;
+      return transitions[a].cost_result.value < transitions[b].cost_result.value;
     });
     const auto parent_facts = search::program_facts(first.parent);
     std::map<int, json> facts_cache;
@@ -285,7 +288,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     std::map<size_t, json> answer_cache;
     auto answer_for = [&](size_t i) {
       auto it = answer_cache.find(i);
-      if (it == answer_cache.end()) it = answer_cache.emplace(i, answer_json(res.transitions[i], parent_facts)).first;
+      if (it == answer_cache.end()) it = answer_cache.emplace(i, answer_json(transitions[i], parent_facts)).first;
       json a = it->second;
       a["id"] = fmt::format("{}#{}", r.key, seq++);
       return a;
@@ -293,17 +296,21 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     // Visit the state's steps in a seeded order so no strategy is favoured by its catalogue
     // position; keep at most `per_strategy_per_state` steps of one strategy.
     std::map<std::string, int> per_strat;
-    auto order = strategies::choose_indices(idx.size(), idx.size(), strategies::mix_seed(so.seed, uint64_t(s) + 77));
+    auto order = strategies::choose_indices(idx.size(), idx.size(), strategies::mix_seed(seed, uint64_t(s) + 77));
     std::vector<size_t> visit;
     for (size_t k : order) visit.push_back(idx[k]);
+    // Steps of a tuned path first (they are the trajectory), then improving ones (stable within).
     std::stable_sort(visit.begin(), visit.end(), [&](size_t a, size_t b) {
-      return res.transitions[a].improving > res.transitions[b].improving;  // improving first (stable within)
+      const auto &ta = transitions[a], &tb = transitions[b];
+      if ((ta.path_step > 0) != (tb.path_step > 0)) return ta.path_step > 0;
+      return ta.improving > tb.improving;
     });
     std::vector<size_t> kept;
     for (size_t i : visit) {
-      const auto& t = res.transitions[i];
-      if (per_strat[t.strategy] >= o.per_strategy_per_state) continue;
-      if (!t.improving && non_impr >= o.non_improving_per_state) continue;
+      const auto& t = transitions[i];
+      const bool on_path = t.path_step > 0;
+      if (!on_path && per_strat[t.strategy] >= o.per_strategy_per_state) continue;
+      if (!on_path && !t.improving && non_impr >= o.non_improving_per_state) continue;
       if (!t.improving) ++non_impr;
       per_strat[t.strategy]++;
       kept.push_back(i);
@@ -323,7 +330,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     json answers = json::array();
     int trivial = 0;
     for (size_t i : by_cost) {
-      const auto& t = res.transitions[i];
+      const auto& t = transitions[i];
       if (used.count(t.strategy)) continue;
       if (is_trivial_strategy(t.strategy) && trivial++ >= o.multi_trivial_max) continue;
       used.insert(t.strategy);
@@ -339,6 +346,44 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     }
   }
   return records;
+}
+
+}  // namespace
+
+json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats, const std::string& store) {
+  const uint64_t seed = strategies::mix_seed(o.seed, search::program_hash(r.program));
+  if (o.trajectories == Trajectories::Tune) {
+    tune::TuneOptions to;
+    to.trials = o.tune_trials;
+    to.threads = o.measure_threads;
+    to.seed = seed;
+    to.store_path = store.empty() ? measurement_store_path(o) : store;
+    to.runner = o.tune_runner;
+    // The exported costs and labels come from re-measuring every kept record (measurement.h), so
+    // the tuner's own step-by-step timing of its path is not needed here, and its sessions may be
+    // shorter than `steptp tune`'s (they only rank candidates; the best is still confirmed).
+    to.time_trajectory = false;
+    to.measure.min_time_s = 0.05;
+    to.measure.max_time_s = 0.5;
+    auto t0 = std::chrono::steady_clock::now();
+    auto tuned = tune::tune(r.program, to);
+    search::SearchStats st;
+    auto transitions = tuned_transitions(tuned, strategies::mix_seed(seed, 0x7e), &st);
+    st.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stats) *stats = st;
+    return records_from(r, o, transitions, seed);
+  }
+  search::SearchOptions so;
+  so.seed = seed;
+  so.mode = o.mode;
+  so.beam = o.beam;
+  so.depth = o.depth;
+  so.sites_per_strategy = o.sites_per_strategy;
+  so.params_per_site = o.params_per_site;
+  so.verify_trials = o.verify_trials;
+  auto res = search::run_search(r.program, so);
+  if (stats) *stats = res.stats;
+  return records_from(r, o, res.transitions, seed);
 }
 
 }  // namespace steptp::dataset

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,14 @@ struct Transition {
   bool improving = false;
   bool chosen = false;           // on a kept trajectory (expanded further)
   uint64_t result_hash = 0;
+  // Set for the steps of a tuned trajectory (dataset/tuned_trajectory.h): the step's 1-based
+  // position on the root's best-found path, the path's length and its confirmed speedup over the
+  // root. 0 for every other transition.
+  int path_step = 0, path_length = 0;
+  double path_speedup = 0;
+  // Tuned transitions whose result the tuner measured: its learned cost model's prediction of the
+  // speedup over the root when it selected the candidate.
+  std::optional<double> learned_speedup_vs_root;
 };
 
 struct SearchStats {

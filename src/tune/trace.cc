@@ -54,7 +54,7 @@ std::optional<SiteAddress> parse_handle(std::string_view h) {
   return a;
 }
 
-leir::Program apply_step(const leir::Program& p, const TraceStep& step) {
+AppliedStep resolve_step(const leir::Program& p, const TraceStep& step) {
   const auto* s = strategies::find_strategy(step.strategy);
   if (!s) throw ReplayError(fmt::format("unknown strategy '{}'", step.strategy));
   auto sites = s->sites(p);
@@ -71,7 +71,11 @@ leir::Program apply_step(const leir::Program& p, const TraceStep& step) {
   if (!c)
     throw ReplayError(fmt::format("{} at {}: the strategy refused parameters {}", step.strategy, sites[*i].description,
                                   strategies::params_to_json(step.params)));
-  return std::move(c->program);
+  return {sites[*i], *i, std::move(*c)};
+}
+
+leir::Program apply_step(const leir::Program& p, const TraceStep& step) {
+  return std::move(resolve_step(p, step).candidate.program);
 }
 
 leir::Program replay(const leir::Program& root, const Trace& trace) {

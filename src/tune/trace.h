@@ -57,6 +57,14 @@ struct ReplayError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A step applied: the site it resolved to (and its index in the strategy's site list of `p`) and
+// the strategy's candidate (program, exactness, parameters).
+struct AppliedStep {
+  strategies::Site site;
+  size_t site_index = 0;
+  strategies::Candidate candidate;
+};
+AppliedStep resolve_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program apply_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program replay(const leir::Program& root, const Trace& trace);      // throws ReplayError
 

@@ -107,7 +107,9 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
       t.node = chosen[k];
       t.round = search.round();
       t.strategy_path = strategy_path(n.trace);
+      t.trace = n.trace;
       t.predicted = pred[k];
+      t.learned = model.learned();
       const json& v = vs[k];
       t.verified = v.at("equivalent").get<bool>();
       if (!t.verified) {

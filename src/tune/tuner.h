@@ -65,9 +65,11 @@ struct StepTiming {
 struct Trial {
   int node = 0, round = 0;
   std::string strategy_path;  // "loop_reorder > loop_tiling > ..."
+  Trace trace;                // the candidate's steps from the root
   bool verified = false, ok = false;
   std::string error;          // why not verified / not measured
   double predicted = 0;       // model's log2 speedup at selection
+  bool learned = false;       // ... by the trained model (false: the analytic cold-start prior)
   backend::Comparison cmp;    // a = root, b = candidate
 };
 

@@ -1,0 +1,56 @@
+// Stage "roots" of `steptp generate`: the programs trajectories start from.
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "dataset/dataset.h"
+#include "import/onnx_import.h"
+#include "leir/program_io.h"
+#include "strategies/sampler.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "workloads/composite.h"
+
+namespace fs = std::filesystem;
+
+namespace steptp::dataset {
+
+std::vector<Root> collect_roots(const GenerateOptions& o) {
+  std::vector<Root> roots;
+  const auto& ws = workloads::all_workloads();
+  size_t n = o.programs < 0 ? ws.size() : std::min(ws.size(), size_t(o.programs));
+  // Spread over the suite: a seeded choice of workloads, kept in suite order.
+  auto idx = strategies::choose_indices(ws.size(), n, strategies::mix_seed(o.seed, 0x5417e));
+  std::sort(idx.begin(), idx.end());
+  for (size_t i : idx) {
+    const auto& w = ws[i];
+    Root r{"w/" + w.name, w.family, workloads::emit(w, strategies::mix_seed(o.seed, i), o.size)};
+    // Bench shapes are measured in f32, as KernelBench and the tuner's benchmarks are.
+    if (o.size == workloads::SizeClass::Bench) r.program = workloads::to_f32(r.program);
+    roots.push_back(std::move(r));
+  }
+  if (o.composites > 0) {
+    auto cs = workloads::sample_composites(o.composites, strategies::mix_seed(o.seed, 0xc0),  o.size);
+    for (size_t i = 0; i < cs.size(); ++i)
+      roots.push_back({fmt::format("c/{}", i), "composite",
+                       o.size == workloads::SizeClass::Bench ? workloads::to_f32(cs[i]) : cs[i]});
+  }
+  if (o.examples) {
+    fs::path ex = fs::path(tokenizer::default_qwen3_path()).parent_path().parent_path().parent_path() / "examples";
+    std::vector<fs::path> files;
+    std::error_code ec;
+    if (fs::is_directory(ex, ec))
+      for (const auto& e : fs::directory_iterator(ex))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files)
+      for (auto& p : leir::read_programs(f.string())) roots.push_back({"e/" + f.stem().string(), "example", p});
+  }
+  if (!o.input.empty()) {
+    auto ps = onnx_import::read_programs_any(o.input);
+    for (size_t i = 0; i < ps.size(); ++i) roots.push_back({fmt::format("u/{}", i), "user", ps[i]});
+  }
+  return roots;
+}
+
+}  // namespace steptp::dataset

@@ -1,0 +1,117 @@
+#include "dataset/tuned_trajectory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "tune/runner.h"
+#include "tune/verification.h"
+
+namespace steptp::dataset {
+namespace {
+
+std::string step_key(const tune::TraceStep& s) { return tune::step_to_json(s).dump(); }
+
+// The first `n` steps of `a` and `b` agree.
+bool same_prefix(const tune::Trace& a, const tune::Trace& b, size_t n) {
+  if (a.size() < n || b.size() < n) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (step_key(a[k]) != step_key(b[k])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
+                                                  search::SearchStats* stats) {
+  const tune::Trace& path = r.best_trace;
+  const size_t L = path.size();
+  // The states of the path.
+  std::vector<leir::Program> states{r.root};
+  std::vector<tune::AppliedStep> applied;
+  for (size_t k = 0; k < L; ++k) {
+    applied.push_back(tune::resolve_step(states[k], path[k]));
+    states.push_back(applied.back().candidate.program);
+  }
+  // The learned model's prediction for each measured candidate (by its trace).
+  std::map<std::string, double> predicted;
+  for (const auto& t : r.history) {
+    if (!t.learned) continue;  // selected by the cold-start prior, not a learned prediction
+    std::string key;
+    for (const auto& st : t.trace) key += step_key(st);
+    predicted.emplace(key, t.predicted);
+  }
+  std::vector<search::Cost> state_cost;
+  for (const auto& s : states) state_cost.push_back(search::model_cost(s));
+  std::vector<search::Transition> out;
+  auto add = [&](size_t k, const tune::TraceStep& step, tune::AppliedStep a) {
+    search::Transition t;
+    t.depth = int(k) + 1;
+    t.state = int(k);
+    for (size_t j = 0; j < k; ++j) t.steps_so_far.push_back({path[j].strategy, path[j].params});
+    t.strategy = step.strategy;
+    t.site_index = int(a.site_index);
+    t.site = std::move(a.site);
+    t.params = a.candidate.params;
+    t.exactness = a.candidate.exactness;
+    t.parent = states[k];
+    t.result = std::move(a.candidate.program);
+    t.result_hash = search::program_hash(t.result);
+    // Costs are the analytic model's, as in the beam search's records (what the CoT quotes as
+    // "the cost model"); the measured ones replace them when the records are re-measured.
+    t.cost_root = state_cost[0];
+    t.cost_parent = state_cost[k];
+    t.cost_result = search::model_cost(t.result);
+    t.improving = t.cost_result.value > 0 && t.cost_parent.value / t.cost_result.value >= 1.05;
+    std::string key;
+    for (size_t j = 0; j < k; ++j) key += step_key(path[j]);
+    key += step_key(step);
+    if (auto it = predicted.find(key); it != predicted.end()) t.learned_speedup_vs_root = std::exp2(it->second);
+    out.push_back(std::move(t));
+  };
+  for (size_t k = 0; k < L; ++k) {
+    add(k, path[k], applied[k]);
+    auto& t = out.back();
+    t.chosen = true;
+    t.path_step = int(k) + 1;
+    t.path_length = int(L);
+    t.path_speedup = r.speedup;
+  }
+  // Measured alternatives one step off the path, in trial order, each result once.
+  std::set<uint64_t> seen;
+  for (const auto& t : out) seen.insert(t.result_hash);
+  for (const auto& trial : r.history) {
+    if (!trial.ok || trial.trace.empty()) continue;
+    const size_t k = trial.trace.size() - 1;
+    if (k > L || !same_prefix(trial.trace, path, k)) continue;
+    tune::AppliedStep a;
+    try {
+      a = tune::resolve_step(states[k], trial.trace[k]);
+    } catch (const tune::ReplayError&) {
+      continue;  // cannot happen for a trace the search built; skip rather than guess
+    }
+    if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
+    add(k, trial.trace[k], std::move(a));
+  }
+  // Verify every result against the root (one batch).
+  std::vector<const leir::Program*> results;
+  for (const auto& t : out) results.push_back(&t.result);
+  tune::RootVerifier verifier(r.root, verify_seed);
+  auto verdicts = verifier.check(results);
+  std::vector<search::Transition> verified;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].report = std::move(verdicts[i].report);
+    if (stats) stats->candidates++;
+    if (!verdicts[i].verified) {
+      if (stats) stats->failed++;
+      continue;
+    }
+    if (stats) stats->verified++;
+    verified.push_back(std::move(out[i]));
+  }
+  if (stats) stats->states = int(L) + 1;
+  return verified;
+}
+
+}  // namespace steptp::dataset

@@ -1,0 +1,107 @@
+// The filter and split stages of `steptp generate` on hand-made records and roots: each rule of
+// dataset/filter.h and dataset/split.h, counted by reason, seeded.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/filter.h"
+#include "dataset/split.h"
+
+using nlohmann::json;
+
+namespace steptp::dataset {
+namespace {
+
+json answer(const std::string& strategy, const std::string& hash, bool equivalent = true,
+            const std::string& label = "improving") {
+  return {{"strategy", strategy},
+          {"result_hash", hash},
+          {"label", label},
+          {"verification", {{"equivalent", equivalent}, {"class", equivalent ? "exact" : "failed"}}}};
+}
+
+json single(json a, json steps_so_far = json::array()) {
+  return {{"kind", "single"}, {"answers", json::array({std::move(a)})}, {"steps_so_far", std::move(steps_so_far)}};
+}
+
+TEST(FilterStage, DropsFailedDuplicateAndInverseStepsWithReasons) {
+  GenerateOptions o;
+  std::vector<json> recs = {
+      single(answer("loop_reorder", "h1")),
+      single(answer("loop_reorder", "h1")),                   // same result: duplicate
+      single(answer("loop_tiling", "h2", /*equivalent=*/false)),  // failed verification
+      single(answer("operator_fusion", "h3"), json::array({{{"strategy", "operator_fission"}}})),  // undoes the previous
+  };
+  std::map<std::string, int> drops;
+  auto keep = filter_records(recs, o, drops);
+  EXPECT_EQ(keep, (std::vector<char>{1, 0, 0, 0}));
+  EXPECT_EQ(drops["duplicate"], 1);
+  EXPECT_EQ(drops["failed"], 1);
+  EXPECT_EQ(drops["inverse_of_previous"], 1);
+}
+
+TEST(FilterStage, PerStrategyCapSparesTheStepsOfATunedPath) {
+  GenerateOptions o;
+  o.per_strategy_cap = 2;
+  std::vector<json> recs;
+  for (int i = 0; i < 5; ++i) recs.push_back(single(answer("loop_reorder", "r" + std::to_string(i))));
+  for (int i = 0; i < 4; ++i) {
+    json a = answer("loop_reorder", "p" + std::to_string(i), true, "non_improving");
+    a["path"] = {{"step", i + 1}, {"of", 4}};
+    recs.push_back(single(a));
+  }
+  std::map<std::string, int> drops;
+  auto keep = filter_records(recs, o, drops);
+  int plain = 0, path = 0;
+  for (size_t i = 0; i < recs.size(); ++i) (i < 5 ? plain : path) += keep[i];
+  EXPECT_EQ(plain, 2);
+  EXPECT_EQ(path, 4);  // kept whole
+  EXPECT_EQ(drops["per_strategy_cap"], 3);
+  // Seeded: the same records and seed keep the same ones.
+  std::map<std::string, int> again;
+  EXPECT_EQ(filter_records(recs, o, again), keep);
+}
+
+TEST(FilterStage, TrivialStrategiesAreDownWeightedUnlessImprovingOrOnAPath) {
+  GenerateOptions o;
+  o.trivial_keep = 0;  // every eligible one goes
+  json on_path = answer("loop_unrolling", "c", true, "non_improving");
+  on_path["path"] = {{"step", 1}, {"of", 2}};
+  std::vector<json> recs = {single(answer("loop_unrolling", "a", true, "non_improving")),
+                            single(answer("loop_unrolling", "b", true, "improving")), single(on_path)};
+  std::map<std::string, int> drops;
+  EXPECT_EQ(filter_records(recs, o, drops), (std::vector<char>{0, 1, 1}));
+  EXPECT_EQ(drops["trivial_downweighted"], 1);
+}
+
+std::vector<Root> roots_of(const std::map<std::string, int>& sizes) {
+  std::vector<Root> roots;
+  for (const auto& [family, n] : sizes)
+    for (int i = 0; i < n; ++i) roots.push_back({family + std::to_string(i), family, {}});
+  return roots;
+}
+
+TEST(SplitStage, WholeFamiliesWithinTheEvalShareNeverAll) {
+  auto roots = roots_of({{"conv", 4}, {"matmul", 3}, {"norm", 2}, {"act", 6}, {"loss", 5}});
+  EXPECT_EQ(root_families(roots), (std::vector<std::string>{"act", "conv", "loss", "matmul", "norm"}));
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto eval = eval_families(roots, 0.3, seed);
+    ASSERT_FALSE(eval.empty());
+    EXPECT_LT(eval.size(), 5u);
+    int n = 0;
+    for (const auto& r : roots) n += eval.count(r.family);
+    EXPECT_LE(n, 6) << "seed " << seed;  // 0.3 * 20 roots
+    EXPECT_EQ(eval_families(roots, 0.3, seed), eval);
+  }
+  EXPECT_TRUE(eval_families(roots, 0.0, 1).empty());
+  EXPECT_TRUE(eval_families(roots_of({{"only", 3}}), 0.5, 1).empty());
+  // A family larger than the budget is still taken when nothing else fits: at least one.
+  EXPECT_EQ(eval_families(roots_of({{"a", 10}, {"b", 10}}), 0.1, 3).size(), 1u);
+}
+
+}  // namespace
+}  // namespace steptp::dataset

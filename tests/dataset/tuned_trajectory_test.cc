@@ -1,0 +1,205 @@
+// Dataset v2's tune stage (dataset/tuned_trajectory.h, `generate --trajectories tune`): records
+// come from the tuner's measured search tree — the whole best-found path, step by step from the
+// root, plus the measured alternatives one step off it — every result verified against the root;
+// measured labels never contradict the record's own numbers, an "enabling" label only marks a
+// step of the path whose later steps reach a speedup; a rerun on the same store writes the same
+// bytes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
+#include "dataset/tuned_trajectory.h"
+#include "leir/program_io.h"
+#include "tune/fake_runner.h"
+#include "tune/tuner.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::dataset {
+namespace {
+
+using namespace testing;
+
+leir::Program scale_root() {
+  return leir::program_from_text(
+      "input A: f64[8,64]\noutput C: f64[8,64]\n"
+      "B^{8}_{tx=0}L^{64}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];",
+      "scale.leir");
+}
+
+std::string text(const leir::Program& p) { return leir::program_to_text(p, false); }
+
+// The fake runner makes split → vectorize the only improvement, and the split alone not faster.
+TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
+  const fs::path dir = tmpdir("tuned_trajectory_test", "unit");
+  fs::create_directories(dir);
+  const leir::Program root = scale_root();
+  tune::testing::FakeRunner fake(root);
+  tune::TuneOptions to;
+  to.trials = 40;
+  to.seed = 3;
+  to.store_path = (dir / "m.sqlite").string();
+  to.runner = &fake;
+  const auto r = tune::tune(root, to);
+  ASSERT_GE(r.best_trace.size(), 2u);
+
+  search::SearchStats st;
+  const auto ts = tuned_transitions(r, 9, &st);
+  const size_t L = r.best_trace.size();
+  ASSERT_GT(ts.size(), L);
+  EXPECT_EQ(st.verified, int(ts.size()));
+  // The path first, in order: each step starts where the previous one ended and the last one
+  // ends at the tuner's best program.
+  std::vector<std::string> states{text(root)};
+  for (size_t k = 0; k < L; ++k) {
+    const auto& t = ts[k];
+    EXPECT_EQ(t.path_step, int(k) + 1);
+    EXPECT_EQ(t.path_length, int(L));
+    EXPECT_EQ(t.path_speedup, r.speedup);
+    EXPECT_TRUE(t.chosen);
+    EXPECT_EQ(t.strategy, r.best_trace[k].strategy);
+    EXPECT_EQ(t.state, int(k));
+    EXPECT_EQ(t.depth, int(k) + 1);
+    ASSERT_EQ(t.steps_so_far.size(), k);
+    EXPECT_EQ(text(t.parent), states.back());
+    EXPECT_TRUE(t.report.equivalent) << t.report.error;
+    states.push_back(text(t.result));
+  }
+  EXPECT_EQ(states.back(), text(r.best));
+  // Costs are the analytic model's (what the CoT calls "the cost model"); the tuner's learned
+  // model speaks for the results it measured after its cold start.
+  int learned = 0;
+  for (const auto& t : ts) {
+    EXPECT_EQ(t.cost_result.value, search::model_cost(t.result).value);
+    EXPECT_FALSE(t.cost_result.measured);
+    if (t.learned_speedup_vs_root) {
+      EXPECT_GT(*t.learned_speedup_vs_root, 0);
+      learned++;
+    }
+  }
+  EXPECT_GT(learned, 0);
+  // Alternatives: measured candidates one step off a path state, each result once.
+  std::set<uint64_t> results;
+  for (const auto& t : ts) EXPECT_TRUE(results.insert(t.result_hash).second);
+  for (size_t i = L; i < ts.size(); ++i) {
+    const auto& t = ts[i];
+    EXPECT_EQ(t.path_step, 0);
+    EXPECT_FALSE(t.chosen);
+    ASSERT_GE(t.state, 0);
+    ASSERT_LT(size_t(t.state), states.size());
+    EXPECT_EQ(text(t.parent), states[size_t(t.state)]);
+    EXPECT_TRUE(t.report.equivalent);
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+// Every exported answer's label follows from measured fields (the rule of dataset/measurement.h):
+// improving = threshold reached and noise cleared; enabling = a path step, not improving, with an
+// improving step after it and the path's last result >= threshold faster than its own result.
+void expect_labels_match_measurements(const std::vector<json>& steps, double threshold) {
+  struct PathStep {
+    double sr = 0;
+    std::string label;
+  };
+  std::map<std::string, std::map<int, PathStep>> paths;  // root key -> step
+  for (const auto& r : steps)
+    for (const auto& a : r["answers"])
+      if (a.contains("path"))
+        paths[r["root"]["key"]][a["path"]["step"].get<int>()] = {a["cost"]["speedup_vs_root"], a["label"]};
+  for (const auto& r : steps)
+    for (const auto& a : r["answers"]) {
+      const auto& c = a["cost"];
+      const double sp = c["speedup_vs_parent"], sr = c["speedup_vs_root"];
+      if (sp >= threshold && c["clears_noise"].get<bool>()) {
+        EXPECT_EQ(a["label"], "improving") << r["id"];
+      } else if (a["label"] == "enabling") {
+        ASSERT_TRUE(a.contains("path")) << r["id"];
+        const int k = a["path"]["step"], L = a["path"]["of"];
+        EXPECT_LT(k, L);
+        const auto& path = paths.at(r["root"]["key"]);
+        bool improving_later = false;
+        for (const auto& [j, st] : path) improving_later |= j > k && st.label == "improving";
+        EXPECT_TRUE(improving_later) << r["id"];
+        const double enabled = a["path"]["enabled_speedup"];
+        EXPECT_GE(enabled, threshold);
+        EXPECT_NEAR(enabled, path.at(L).sr / sr, 1e-3 * enabled) << r["id"];
+      } else {
+        EXPECT_EQ(a["label"], "non_improving") << r["id"];
+      }
+    }
+}
+
+GenerateOptions tuned_options(const fs::path& out, const fs::path& store) {
+  GenerateOptions o = small_search(out.string(), 5, 2);
+  o.trajectories = Trajectories::Tune;
+  o.tune_trials = 4;
+  o.measurements = store.string();
+  o.measure_min_time = 0.001;
+  return o;
+}
+
+// The whole pipeline with the real CPU tuner on two tiny roots: the path records chain, labels
+// match measurements, and a two-worker rerun on the same store writes identical bytes.
+TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
+  const fs::path dir = tmpdir("tuned_trajectory_test", "generate");
+  auto o = tuned_options(dir / "a", dir / "store.sqlite");
+  auto s = generate(o);
+  ASSERT_TRUE(s.complete);
+  auto steps = lines(dir / "a" / "steps.jsonl");
+  ASSERT_FALSE(steps.empty());
+  expect_labels_match_measurements(steps, o.improve_threshold);
+  // Path records of one root: steps 1..L, each parent the previous step's result.
+  std::map<std::string, std::map<int, json>> path;  // root key -> step -> record
+  for (const auto& r : steps)
+    if (r["kind"] == "single" && r["answers"][0].contains("path"))
+      path[r["root"]["key"]][r["answers"][0]["path"]["step"].get<int>()] = r;
+  for (const auto& [key, by_step] : path) {
+    const int L = by_step.begin()->second["answers"][0]["path"]["of"];
+    ASSERT_EQ(int(by_step.size()), L) << key << ": a path is exported whole";
+    for (int k = 1; k <= L; ++k) {
+      const json& rec = by_step.at(k);
+      EXPECT_EQ(rec["depth"], k);
+      EXPECT_EQ(rec["steps_so_far"].size(), size_t(k - 1));
+      if (k == 1) EXPECT_EQ(rec["parent_program"], rec["root_program"]);
+      else EXPECT_EQ(rec["parent_program"], by_step.at(k - 1)["answers"][0]["result_program"]);
+    }
+  }
+  auto m = json::parse(slurp(dir / "a" / "manifest.json"));
+  EXPECT_EQ(m["options"]["trajectories"], "tune");
+  auto stats = json::parse(slurp(dir / "a" / "stats.json"));
+  EXPECT_TRUE(stats["improving_share"].contains("enabling"));
+
+  auto o2 = tuned_options(dir / "b", dir / "store.sqlite");
+  o2.jobs = 2;
+  auto s2 = generate(o2);
+  ASSERT_TRUE(s2.complete);
+  EXPECT_EQ(s2.pairs_measured, 0);
+  for (const char* f : {"steps.jsonl", "train.jsonl", "eval.jsonl", "stats.json", "manifest.json"})
+    EXPECT_EQ(slurp(dir / "a" / f), slurp(dir / "b" / f)) << f;
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(GenerateTuned, TuningNeedsMeasuredCost) {
+  auto o = tuned_options(tmpdir("tuned_trajectory_test", "bad") / "x", "");
+  o.measured = false;
+  try {
+    generate(o);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--trajectories tune"), std::string::npos) << e.what();
+  }
+  o.measured = true;
+  o.tune_trials = 0;
+  EXPECT_THROW(generate(o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace steptp::dataset
