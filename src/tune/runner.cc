@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -127,6 +128,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   auto tc = Clock::now();
   std::vector<backend::cpu::CpuBuildResult> built;
   try {
+    CpuWorkLock compiling(CpuWorkLock::Mode::Shared);
     built = backend::cpu::build_cpu_programs(todo);
   } catch (const std::exception& e) {
     built.assign(todo.size(), {nullptr, e.what()});
@@ -147,6 +149,10 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   std::memset(mem, 0, bytes);
   Shared* sh = static_cast<Shared*>(mem);
   TimingLock machine_wide;
+  // Timing with every core: nothing else may run on the machine meanwhile.
+  std::optional<CpuWorkLock> all_cores;
+  if (mo.threads <= 0 || mo.threads >= int(std::max(1u, std::thread::hardware_concurrency())))
+    all_cores.emplace(CpuWorkLock::Mode::Exclusive);
   size_t start = 0;
   while (start < pairs.size()) {
     sh->current.store(int32_t(start));

@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
 #include "interp/inputs.h"
+#include "tune/timing_lock.h"
 #include "workloads/bench_size.h"
 
 namespace steptp::tune {
@@ -27,6 +28,8 @@ std::vector<std::optional<std::vector<leir::TensorMap>>> RootVerifier::run_f64(
   o.all_f64 = true;
   std::vector<leir::Program> programs;
   for (const auto* p : ps) programs.push_back(*p);
+  // Compiling and running the f64 builds is CPU work beside others' measurements (timing_lock.h).
+  CpuWorkLock cpu_work(CpuWorkLock::Mode::Shared);
   auto built = backend::cpu::build_cpu_programs(programs, o);
   std::vector<std::optional<std::vector<leir::TensorMap>>> out(ps.size());
   errors->assign(ps.size(), "");
