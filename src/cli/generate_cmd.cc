@@ -3,6 +3,7 @@
 
 #include <iostream>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "cli/command.h"
 #include "dataset/cluster.h"
 #include "dataset/dataset.h"
+#include "dataset/profile.h"
 #include "mpi/launch.h"
 
 namespace steptp::cli {
@@ -21,6 +23,13 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   auto size = std::make_shared<std::string>("tiny");
   auto mode = std::make_shared<std::string>("beam");
   auto json_out = std::make_shared<bool>(false);
+  auto profile = std::make_shared<std::string>("quick");
+  sub.add_option("--profile", *profile,
+                 "preset of scale and realism (options given explicitly win): quick (tiny shapes, beam search), "
+                 "tuned (bench shapes in f32, steptp tune per root, all cores), paper (tuned, ~6,300 roots) — "
+                 "docs/dataset.md")
+      ->check(CLI::IsMember({"quick", "tuned", "paper"}))
+      ->capture_default_str();
   sub.add_option("--out", o->out_dir, "output folder")->capture_default_str();
   sub.add_option("--seed", o->seed, "seed of every choice")->capture_default_str();
   sub.add_option("--size", *size, "workload size class: tiny|small|default|bench")->capture_default_str();
@@ -80,6 +89,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                  "write identical bytes");
   sub.add_option("--stop-after", o->stop_after, "testing: stop after N finished roots (resume later)");
   sub.add_flag("--json", *json_out, "print a JSON summary");
+  CLI::App* sub_app = &sub;  // the command outlives its callback: which options were given
   return [=]() -> int {
     auto sc = workloads::parse_size_class(*size);
     if (!sc) {
@@ -103,6 +113,12 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
     }
     o->progress = isatty(2) != 0;
     if (*no_examples) o->examples = false;
+    {
+      std::set<std::string> given;
+      for (const CLI::Option* opt : sub_app->get_options())
+        if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
+      dataset::apply_profile(*dataset::find_profile(*profile), *o, given);
+    }
     // Under mpirun every rank runs this; rank 0 writes the dataset and reports (docs/mpi.md).
     std::unique_ptr<dataset::Cluster> cluster;
     dataset::GenerateSummary s;

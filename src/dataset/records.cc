@@ -300,18 +300,20 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     std::vector<size_t> visit;
     for (size_t k : order) visit.push_back(idx[k]);
     // Steps of a tuned path first (they are the trajectory), then improving ones (stable within).
+    // A tuned alternative is ranked by the tuner's own measurement where it has one.
+    auto improving = [&](size_t i) { return transitions[i].tuner_faster.value_or(transitions[i].improving); };
     std::stable_sort(visit.begin(), visit.end(), [&](size_t a, size_t b) {
       const auto &ta = transitions[a], &tb = transitions[b];
       if ((ta.path_step > 0) != (tb.path_step > 0)) return ta.path_step > 0;
-      return ta.improving > tb.improving;
+      return improving(a) > improving(b);
     });
     std::vector<size_t> kept;
     for (size_t i : visit) {
       const auto& t = transitions[i];
       const bool on_path = t.path_step > 0;
       if (!on_path && per_strat[t.strategy] >= o.per_strategy_per_state) continue;
-      if (!on_path && !t.improving && non_impr >= o.non_improving_per_state) continue;
-      if (!t.improving) ++non_impr;
+      if (!on_path && !improving(i) && non_impr >= o.non_improving_per_state) continue;
+      if (!on_path && !improving(i)) ++non_impr;
       per_strat[t.strategy]++;
       kept.push_back(i);
     }

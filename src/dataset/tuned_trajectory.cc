@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "leir/program_io.h"
 #include "tune/runner.h"
 #include "tune/verification.h"
 
@@ -34,6 +36,10 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     applied.push_back(tune::resolve_step(states[k], path[k]));
     states.push_back(applied.back().candidate.program);
   }
+  // The replayed path must end at the program the tuner measured (a trace is replayable by
+  // contract); anything else would describe a program nobody timed.
+  if (leir::program_to_text(states.back(), false) != leir::program_to_text(r.best, false))
+    throw tune::ReplayError("the best trace does not replay to the tuner's best program");
   // The learned model's prediction for each measured candidate (by its trace).
   std::map<std::string, double> predicted;
   for (const auto& t : r.history) {
@@ -78,6 +84,9 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     t.path_length = int(L);
     t.path_speedup = r.speedup;
   }
+  // Each path state's speedup over the root in the tuner's sessions, where it measured the state.
+  std::vector<std::optional<double>> state_speedup{1.0};
+  for (size_t k = 0; k < L; ++k) state_speedup.push_back(r.trajectory[k].speedup_vs_root);
   // Measured alternatives one step off the path, in trial order, each result once.
   std::set<uint64_t> seen;
   for (const auto& t : out) seen.insert(t.result_hash);
@@ -93,6 +102,8 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     }
     if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
     add(k, trial.trace[k], std::move(a));
+    if (state_speedup[k])
+      out.back().tuner_faster = tune::clears_noise(trial.cmp) && trial.cmp.speedup / *state_speedup[k] >= 1.05;
   }
   // Verify every result against the root (one batch).
   std::vector<const leir::Program*> results;

@@ -106,6 +106,10 @@ struct Transition {
   // Tuned transitions whose result the tuner measured: its learned cost model's prediction of the
   // speedup over the root when it selected the candidate.
   std::optional<double> learned_speedup_vs_root;
+  // ... and whether the tuner's own session found it faster than its parent (when it measured
+  // both): what the record filters rank a tuned state's steps by (the exported label comes from
+  // the records' re-measurement).
+  std::optional<bool> tuner_faster;
 };
 
 struct SearchStats {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/filter.h"
+#include "dataset/profile.h"
 #include "dataset/split.h"
 
 using nlohmann::json;
@@ -101,6 +102,30 @@ TEST(SplitStage, WholeFamiliesWithinTheEvalShareNeverAll) {
   EXPECT_TRUE(eval_families(roots_of({{"only", 3}}), 0.5, 1).empty());
   // A family larger than the budget is still taken when nothing else fits: at least one.
   EXPECT_EQ(eval_families(roots_of({{"a", 10}, {"b", 10}}), 0.1, 3).size(), 1u);
+}
+
+TEST(Profiles, PresetsFillWhatTheCommandLineDidNotSay) {
+  ASSERT_FALSE(find_profile("nope"));
+  GenerateOptions o;
+  o.tune_trials = 64;  // as if --tune-trials 64 was given
+  apply_profile(*find_profile("tuned"), o, {"tune-trials"});
+  EXPECT_EQ(o.size, workloads::SizeClass::Bench);
+  EXPECT_EQ(o.trajectories, Trajectories::Tune);
+  EXPECT_EQ(o.tune_trials, 64);
+  EXPECT_FALSE(o.examples);
+  EXPECT_GE(o.measure_threads, 1);
+  GenerateOptions q;
+  apply_profile(*find_profile("quick"), q, {});
+  GenerateOptions defaults;
+  EXPECT_EQ(q.size, defaults.size);  // quick is the default run
+  EXPECT_EQ(q.trajectories, defaults.trajectories);
+  EXPECT_EQ(q.composites, defaults.composites);
+  EXPECT_EQ(q.measure_threads, defaults.measure_threads);
+  EXPECT_EQ(q.measure_min_time, defaults.measure_min_time);
+  EXPECT_EQ(q.non_improving_per_state, defaults.non_improving_per_state);
+  GenerateOptions paper;
+  apply_profile(*find_profile("paper"), paper, {});
+  EXPECT_EQ(paper.composites + int(workloads::all_workloads().size()), 6300);
 }
 
 }  // namespace
