@@ -94,7 +94,9 @@ struct Root {
   leir::Program program;
 };
 
-std::vector<Root> collect_roots(const GenerateOptions& o);
+// `skipped` (optional) gets {"key", "reason"} for each workload left out because it has no
+// shapes of the size class (bench only; any other failure throws).
+std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skipped = nullptr);
 
 struct GenerateSummary {
   bool complete = false;  // false when stopped by stop_after

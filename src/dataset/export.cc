@@ -183,6 +183,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                             {"eval", quantiles(tok_eval)},
                             {"cot_total", tok_cot}}},
                 {"inconclusive_roots", in.inconclusive_roots},
+                {"roots_without_shapes", in.skipped_roots},
                 {"roots", in.root_stats}};
   stats.update(record_stats.to_json());
   if (public_layout)

@@ -29,6 +29,7 @@ struct ExportInputs {
   const MeasureSummary& measurement;
   const nlohmann::json& root_stats;          // per root: key, family, cost estimate, search stats, error
   const nlohmann::json& inconclusive_roots;
+  const nlohmann::json& skipped_roots;  // workloads without shapes of the size class (collect_roots)
 };
 
 // Writes the files into o.out_dir from the kept records (`keep[i]`; records gain split, id, cot

@@ -95,7 +95,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   auto t0 = Clock::now();
   validate(o);
   GenerateSummary sum;
-  std::vector<Root> roots = collect_roots(o);
+  json skipped_roots = json::array();
+  std::vector<Root> roots = collect_roots(o, &skipped_roots);
   if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
   sum.roots = int(roots.size());
   sum.ranks = cluster.size();
@@ -269,7 +270,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   }
 
   // ---- export ----
-  export_dataset(recs, keep, {o, roots, families, eval_fams, drops, meas, root_stats, inconclusive_roots}, sum);
+  export_dataset(recs, keep, {o, roots, families, eval_fams, drops, meas, root_stats, inconclusive_roots, skipped_roots},
+                 sum);
   sum.export_s = secs(te);
   sum.wall_s = secs(t0);
   return sum;

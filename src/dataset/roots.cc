@@ -1,6 +1,7 @@
 // Stage "roots" of `steptp generate`: the programs trajectories start from.
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace steptp::dataset {
 
-std::vector<Root> collect_roots(const GenerateOptions& o) {
+std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skipped) {
   std::vector<Root> roots;
   const auto& ws = workloads::all_workloads();
   size_t n = o.programs < 0 ? ws.size() : std::min(ws.size(), size_t(o.programs));
@@ -24,7 +25,16 @@ std::vector<Root> collect_roots(const GenerateOptions& o) {
   std::sort(idx.begin(), idx.end());
   for (size_t i : idx) {
     const auto& w = ws[i];
-    Root r{"w/" + w.name, w.family, workloads::emit(w, strategies::mix_seed(o.seed, i), o.size)};
+    Root r{"w/" + w.name, w.family, {}};
+    try {
+      r.program = workloads::emit(w, strategies::mix_seed(o.seed, i), o.size);
+    } catch (const std::invalid_argument& e) {
+      // A workload without shapes of this class (bench: nll_loss, cross_entropy_loss, whose work
+      // cannot reach the bench window) is left out and listed, not fatal.
+      if (o.size != workloads::SizeClass::Bench) throw;
+      if (skipped) skipped->push_back({{"key", r.key}, {"reason", e.what()}});
+      continue;
+    }
     // Bench shapes are measured in f32, as KernelBench and the tuner's benchmarks are.
     if (o.size == workloads::SizeClass::Bench) r.program = workloads::to_f32(r.program);
     roots.push_back(std::move(r));

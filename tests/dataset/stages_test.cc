@@ -104,6 +104,29 @@ TEST(SplitStage, WholeFamiliesWithinTheEvalShareNeverAll) {
   EXPECT_EQ(eval_families(roots_of({{"a", 10}, {"b", 10}}), 0.1, 3).size(), 1u);
 }
 
+// Stage "roots" at bench shapes: f32 programs; workloads that cannot reach the bench window are
+// left out and listed with the reason, not fatal.
+TEST(RootsStage, BenchRootsAreF32AndWorkloadsWithoutBenchShapesAreListed) {
+  GenerateOptions o;
+  o.size = workloads::SizeClass::Bench;
+  o.composites = 0;
+  o.examples = false;
+  json skipped = json::array();
+  auto roots = collect_roots(o, &skipped);
+  std::set<std::string> left_out, kept;
+  for (const auto& s : skipped) {
+    left_out.insert(s["key"].get<std::string>());
+    EXPECT_NE(s["reason"].get<std::string>().find("bench"), std::string::npos) << s.dump();
+  }
+  for (const auto& r : roots) kept.insert(r.key);
+  EXPECT_TRUE(left_out.count("w/cross_entropy_loss")) << skipped.dump();
+  EXPECT_TRUE(left_out.count("w/nll_loss")) << skipped.dump();
+  EXPECT_EQ(roots.size() + skipped.size(), workloads::all_workloads().size());
+  for (const auto& k : left_out) EXPECT_FALSE(kept.count(k)) << k;
+  for (const auto& r : roots)
+    for (const auto& d : r.program.known) EXPECT_NE(d.dtype, leir::DType::F64) << r.key << " " << d.name;
+}
+
 TEST(Profiles, PresetsFillWhatTheCommandLineDidNotSay) {
   ASSERT_FALSE(find_profile("nope"));
   GenerateOptions o;
