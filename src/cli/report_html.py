@@ -40,7 +40,7 @@ plt.rcParams.update({
 })
 
 TRAIN, EVAL = "#3b6ea5", "#e8a33d"
-IMPROVING, NON_IMPROVING = "#2e8b57", "#b0b0b0"
+IMPROVING, ENABLING, NON_IMPROVING = "#2e8b57", "#8fbc8f", "#b0b0b0"
 
 
 def load(d):
@@ -118,10 +118,13 @@ def fig_labels(stats, steps):
                                    gridspec_kw={"width_ratios": [1, 2.2]})
     groups = [("single-answer\nrecords", [a for _, a in sg]), ("answers of\nmulti-answer\nrecords", multi)]
     imp = [sum(a["label"] == "improving" for a in g) for _, g in groups]
-    non = [len(g) - i for (_, g), i in zip(groups, imp)]
+    ena = [sum(a["label"] == "enabling" for a in g) for _, g in groups]
+    non = [len(g) - i - e for (_, g), i, e in zip(groups, imp, ena)]
     x = range(len(groups))
     ax0.bar(x, imp, color=IMPROVING, label="improving")
-    ax0.bar(x, non, bottom=imp, color=NON_IMPROVING, label="non_improving")
+    if any(ena):  # tuned trajectories only (docs/dataset.md)
+        ax0.bar(x, ena, bottom=imp, color=ENABLING, label="enabling")
+    ax0.bar(x, non, bottom=[i + e for i, e in zip(imp, ena)], color=NON_IMPROVING, label="non_improving")
     ax0.set_xticks(list(x), [g for g, _ in groups])
     ax0.set_ylabel("count")
     ax0.legend(loc="upper right")
@@ -143,8 +146,11 @@ def fig_labels(stats, steps):
     share = sum(imp[:1]) / total if total else 0.0
     cap = (f"Label balance: improving vs non_improving answers (left) and, per strategy, the share of "
            f"its single-answer records labelled improving (right, improving/records). Overall "
-           f"{imp[0]} of {total} single-answer records improving ({share:.1%}). A step is improving "
-           f"when its speedup over its parent reaches the improve threshold. {cost_words(stats)}")
+           f"{imp[0]} of {total} single-answer records improving ({share:.1%})"
+           + (f", {ena[0]} enabling" if ena[0] else "") +
+           f". A step is improving when its speedup over its parent reaches the improve threshold and "
+           f"clears the timing noise; enabling when it is a step of a tuned root's best path that is not "
+           f"faster on its own but that later steps of the path make pay off. {cost_words(stats)}")
     return "Label balance", cap, fig
 
 

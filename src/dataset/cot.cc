@@ -131,6 +131,16 @@ std::string learned_text(const json& a) {
          num(a["learned_model"]["predicted_speedup_vs_root"]) + " over the root.";
 }
 
+// Whether the measured ratio over the parent clears the noise of both timings (the timing
+// policy's rule), with the spread it was judged against.
+std::string noise_text(const json& k) {
+  if (!k.contains("clears_noise")) return "";
+  const json& p = k["vs_parent"];
+  return std::string(k["clears_noise"].get<bool>() ? " (clears" : " (within") + " the noise: CV " + num(p["parent"]["cv"]) +
+         " and " + num(p["result"]["cv"]) + " over " + num(p["parent"]["repeats"]) + " and " +
+         num(p["result"]["repeats"]) + " runs)";
+}
+
 // The label in words; an enabling step names what it enabled (answer.path, record fields).
 std::string label_text(const json& a) {
   if (a["label"] == "improving") return "an improving step";
@@ -283,7 +293,7 @@ std::string make_cot(const json& rec) {
          v["class"].get<std::string>() + " against the root over " + num(v["trials"]) + " trials; " +
          (k["measured"].get<bool>() ? "measured CPU time (ms, median)" : "modelled (not measured) cost") + " " +
          num(k["parent"]) + " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
-         num(k["speedup_vs_root"]) + " over the root; " +
+         num(k["speedup_vs_root"]) + " over the root" + noise_text(k) + "; " +
          label_text(a) + verdict(expectation(a), a["label"] == "improving") + ".";
   }
   c += "\n";
