@@ -12,23 +12,43 @@
 
 namespace steptp::tune {
 namespace {
-// Depth of TimingLocks alive in this process (flock is per open file description, so a second
-// open() in the same process would wait for the first).
+// Locks of each kind alive in this process (flock is per open file description, so a second
+// open() in the same process would wait for the first): only the outermost one takes the flock.
+// `acquiring` serializes this process's acquirers of one kind while they block on the flock;
+// `g_mu` (never held while blocking) guards the depths, so a release never waits on an acquirer.
+struct Kind {
+  std::mutex acquiring;
+  int depth = 0;
+};
 std::mutex g_mu;
-int g_depth = 0;
-int g_cpu_depth = 0;
+Kind g_timing, g_cpu;
 
-// Opens `path` and takes flock `op` on it (retrying on EINTR); -1 when `path` is empty.
-int lock_file(const std::string& path, int op, const char* what) {
-  if (path.empty()) return -1;
+// Opens `path` and takes flock `op` on it (retrying on EINTR), unless this process already holds
+// a lock of that kind or `path` is empty: then -1.
+int acquire(Kind& kind, const std::string& path, int op, const char* what) {
+  std::lock_guard serial(kind.acquiring);
+  {
+    std::lock_guard lock(g_mu);
+    if (kind.depth++ > 0 || path.empty()) return -1;
+  }
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) throw std::runtime_error(std::string("cannot open the ") + what + " " + path);
-  while (flock(fd, op) != 0)
-    if (errno != EINTR) {
-      close(fd);
-      throw std::runtime_error(std::string("cannot take the ") + what + " " + path);
-    }
+  int rc = -1;
+  if (fd >= 0) do
+      rc = flock(fd, op);
+    while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    if (fd >= 0) close(fd);
+    std::lock_guard lock(g_mu);
+    kind.depth--;
+    throw std::runtime_error(std::string("cannot ") + (fd < 0 ? "open" : "take") + " the " + what + " " + path);
+  }
   return fd;
+}
+
+void release(Kind& kind, int fd) {
+  std::lock_guard lock(g_mu);
+  kind.depth--;
+  if (fd >= 0) close(fd);  // closing the description releases the flock
 }
 }  // namespace
 
@@ -38,39 +58,14 @@ std::string timing_lock_path() {
   return env && *env ? env : "/tmp/steptp-timing.lock";
 }
 
-TimingLock::TimingLock() {
-  std::lock_guard lock(g_mu);
-  if (g_depth++ > 0) return;
-  try {
-    fd_ = lock_file(timing_lock_path(), LOCK_EX, "timing lock");
-  } catch (...) {
-    g_depth--;
-    throw;
-  }
-}
+TimingLock::TimingLock() : fd_(acquire(g_timing, timing_lock_path(), LOCK_EX, "timing lock")) {}
 
-TimingLock::~TimingLock() {
-  std::lock_guard lock(g_mu);
-  g_depth--;
-  if (fd_ >= 0) close(fd_);  // closing the description releases the flock
-}
+TimingLock::~TimingLock() { release(g_timing, fd_); }
 
-CpuWorkLock::CpuWorkLock(Mode mode) {
-  std::lock_guard lock(g_mu);
-  if (g_cpu_depth++ > 0) return;
-  const std::string timing = timing_lock_path();
-  try {
-    fd_ = lock_file(timing.empty() ? "" : timing + ".cpu", mode == Mode::Shared ? LOCK_SH : LOCK_EX, "CPU-work lock");
-  } catch (...) {
-    g_cpu_depth--;
-    throw;
-  }
-}
+CpuWorkLock::CpuWorkLock(Mode mode)
+    : fd_(acquire(g_cpu, timing_lock_path().empty() ? "" : timing_lock_path() + ".cpu",
+                  mode == Mode::Shared ? LOCK_SH : LOCK_EX, "CPU-work lock")) {}
 
-CpuWorkLock::~CpuWorkLock() {
-  std::lock_guard lock(g_mu);
-  g_cpu_depth--;
-  if (fd_ >= 0) close(fd_);
-}
+CpuWorkLock::~CpuWorkLock() { release(g_cpu, fd_); }
 
 }  // namespace steptp::tune
