@@ -40,6 +40,19 @@ pid_t hold_in_child(CpuWorkLock::Mode mode, int hold_ms) {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// Milliseconds this process waits to take the lock in `mine` while a child holds it in `theirs`
+// for `hold_ms`.
+double wait_ms(CpuWorkLock::Mode theirs, int hold_ms, CpuWorkLock::Mode mine) {
+  pid_t child = hold_in_child(theirs, hold_ms);
+  auto t0 = Clock::now();
+  { CpuWorkLock taken(mine); }
+  const double waited = ms_since(t0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return waited;
+}
+
 class CpuWorkLockTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,23 +67,11 @@ class CpuWorkLockTest : public ::testing::Test {
 };
 
 TEST_F(CpuWorkLockTest, AnAllCoreMeasurementWaitsForCpuWorkElsewhere) {
-  pid_t child = hold_in_child(CpuWorkLock::Mode::Shared, 400);
-  auto t0 = Clock::now();
-  { CpuWorkLock measuring(CpuWorkLock::Mode::Exclusive); }
-  EXPECT_GE(ms_since(t0), 300);
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_GE(wait_ms(CpuWorkLock::Mode::Shared, 400, CpuWorkLock::Mode::Exclusive), 300);
 }
 
 TEST_F(CpuWorkLockTest, CpuWorkDoesNotWaitForOtherCpuWork) {
-  pid_t child = hold_in_child(CpuWorkLock::Mode::Shared, 1500);
-  auto t0 = Clock::now();
-  { CpuWorkLock compiling(CpuWorkLock::Mode::Shared); }
-  EXPECT_LT(ms_since(t0), 1000);
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_LT(wait_ms(CpuWorkLock::Mode::Shared, 1500, CpuWorkLock::Mode::Shared), 1000);
 }
 
 TEST_F(CpuWorkLockTest, NestedInOneProcessDoesNotWaitForItself) {
