@@ -46,6 +46,11 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
       ->capture_default_str();
   sub.add_option("--tune-trials", o->tune_trials, "measured candidates per root with --trajectories tune")
       ->capture_default_str();
+  sub.add_option("--target", o->target,
+                 "cpu (measured here) or cuda (prompts name the GPU, results must lower to CUDA; unmeasured "
+                 "without a GPU: needs --cost model)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   sub.add_option("--search", *mode, "greedy|beam")->capture_default_str();
   sub.add_option("--beam", o->beam, "beam width")->capture_default_str();
   sub.add_option("--depth", o->depth, "maximum steps per trajectory")->capture_default_str();

@@ -50,6 +50,10 @@ struct GenerateOptions {
   int params_per_site = 2;
   int verify_trials = 3;
   Trajectories trajectories = Trajectories::Search;
+  // What the records optimize for: "cpu" (measured here; GPU-only choices state their CPU
+  // meaning) or "cuda" (prompts name the GPU, every result must lower to CUDA; this machine has
+  // no GPU, so cuda records are unmeasured: --cost model).
+  std::string target = "cpu";
   int tune_trials = 16;  // measured candidates per root (--trajectories tune)
   tune::Runner* tune_runner = nullptr;  // testing: the tuner's timing (null: the CPU, tune/runner.h)
   int jobs = 1;

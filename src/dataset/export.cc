@@ -53,6 +53,7 @@ json quantiles(std::vector<double> v) {
 
 json options_json(const GenerateOptions& o) {
   return {{"seed", o.seed},
+          {"target", o.target},
           {"size", std::string(workloads::to_string(o.size))},
           {"programs", o.programs},
           {"composites", o.composites},

@@ -78,6 +78,10 @@ void validate(const GenerateOptions& o) {
   if (o.trajectories == Trajectories::Tune && !o.measured)
     bad("--trajectories tune measures in the search: it needs --cost measured");
   if (o.tune_trials < 1 || o.tune_trials > 4096) bad("--tune-trials must be in [1, 4096]");
+  if (o.target != "cpu" && o.target != "cuda") bad("--target must be cpu or cuda (got '" + o.target + "')");
+  if (o.target == "cuda" && (o.measured || o.trajectories == Trajectories::Tune))
+    bad("--target cuda: CUDA kernels are not timed here (no GPU measurement), so its records are unmeasured: use "
+        "--cost model with --trajectories search");
 }
 
 }  // namespace

@@ -58,8 +58,13 @@ backend::MeasureOptions measure_options(const GenerateOptions& o) {
 }
 
 json measurement_json(const GenerateOptions& o) {
-  if (!o.measured)
-    return {{"measured", false}, {"model", "analytic: flops + bytes/4 + local/4, / parallel (<=16) / vector (<=4)"}};
+  if (!o.measured) {
+    json j = {{"measured", false}, {"model", "analytic: flops + bytes/4 + local/4, / parallel (<=16) / vector (<=4)"}};
+    if (o.target == "cuda")
+      j["note"] = "target cuda: unmeasured (CUDA kernels are not timed on this machine, which has no GPU); "
+                  "costs and labels are the analytic model's";
+    return j;
+  }
   auto mo = measure_options(o);
   return {{"measured", true},
           {"backend", "cpu"},

@@ -60,7 +60,8 @@ json prompt_messages(const json& rec, AnswerFormat f) {
       "propose a single semantics-preserving optimization step from the known strategy catalogue. Think step by "
       "step inside <think></think>, then give the answer as JSON inside <answer></answer>.";
   std::string user = "Program (LEIR):\n" + rec["parent_program"].get<std::string>() + "\n";
-  user += "Target: CPU (C++ with OpenMP).\nSteps so far: ";
+  user += rec.value("target", "cpu") == "cuda" ? "Target: GPU (CUDA).\nSteps so far: "
+                                                : "Target: CPU (C++ with OpenMP).\nSteps so far: ";
   if (rec["steps_so_far"].empty()) user += "none";
   else {
     bool first = true;

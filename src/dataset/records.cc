@@ -9,6 +9,7 @@
 
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
+#include "backend/cuda/cuda_codegen.h"
 #include "dataset/dataset.h"
 #include "dataset/measurement.h"
 #include "dataset/shortcut.h"
@@ -268,7 +269,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
                  {"state", s},
                  {"depth", first.depth},
                  {"steps_so_far", json::array()},
-                 {"target", "cpu"},
+                 {"target", o.target},
                  {"parent_speedup_vs_root", search::round_ratio(first.cost_root.value, first.cost_parent.value)}};
     for (const auto& st : first.steps_so_far)
       base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", params_json(st.params)}});
@@ -385,6 +386,19 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
   so.verify_trials = o.verify_trials;
   auto res = search::run_search(r.program, so);
   if (stats) *stats = res.stats;
+  if (o.target == "cuda") {
+    // Records for the GPU hold only programs the CUDA lowering accepts (the root too).
+    backend::cuda::generate_cuda(r.program);  // throws: the root's payload records why
+    std::erase_if(res.transitions, [&](const search::Transition& t) {
+      try {
+        backend::cuda::generate_cuda(t.result);
+        return false;
+      } catch (const std::exception&) {
+        if (stats) stats->failed++;
+        return true;
+      }
+    });
+  }
   return records_from(r, o, res.transitions, seed);
 }
 

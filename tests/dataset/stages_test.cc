@@ -1,6 +1,9 @@
 // The filter and split stages of `steptp generate` on hand-made records and roots: each rule of
 // dataset/filter.h and dataset/split.h, counted by reason, seeded.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <map>
 #include <set>
@@ -8,9 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cuda/cuda_codegen.h"
+#include "dataset/dataset_test_util.h"
 #include "dataset/filter.h"
 #include "dataset/profile.h"
 #include "dataset/split.h"
+#include "leir/program_io.h"
 
 using nlohmann::json;
 
@@ -125,6 +131,43 @@ TEST(RootsStage, BenchRootsAreF32AndWorkloadsWithoutBenchShapesAreListed) {
   for (const auto& k : left_out) EXPECT_FALSE(kept.count(k)) << k;
   for (const auto& r : roots)
     for (const auto& d : r.program.known) EXPECT_NE(d.dtype, leir::DType::F64) << r.key << " " << d.name;
+}
+
+// --target cuda: prompts name the GPU, every program lowers to CUDA, no CPU meaning is added, and
+// without a GPU the records are the model's (measured cost is refused with a clear message).
+TEST(TargetCuda, RecordsSpeakOfTheGpuAndLowerToCuda) {
+  const auto dir = std::filesystem::temp_directory_path() / ("steptp_stages_cuda_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  GenerateOptions o = testing::small_search(dir.string(), 3, 3);
+  o.target = "cuda";
+  try {
+    generate(o);
+    FAIL() << "measured cuda records need a GPU";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--cost model"), std::string::npos) << e.what();
+  }
+  o.measured = false;
+  ASSERT_TRUE(generate(o).complete);
+  auto steps = testing::lines(dir / "steps.jsonl");
+  ASSERT_FALSE(steps.empty());
+  for (const auto& r : steps) {
+    EXPECT_EQ(r["target"], "cuda");
+    EXPECT_EQ(r["cot"].get<std::string>().find("On the CPU"), std::string::npos);
+    for (const auto& a : r["answers"]) {
+      EXPECT_FALSE(a["cost"]["measured"].get<bool>());
+      EXPECT_NO_THROW(backend::cuda::generate_cuda(leir::program_from_text(a["result_program"].get<std::string>())));
+    }
+  }
+  for (const auto& chat : testing::lines(dir / "train.jsonl")) {
+    const std::string user = chat["messages"][1]["content"];
+    EXPECT_NE(user.find("Target: GPU (CUDA)."), std::string::npos);
+    EXPECT_EQ(user.find("Target: CPU"), std::string::npos);
+  }
+  auto m = json::parse(testing::slurp(dir / "manifest.json"));
+  EXPECT_EQ(m["options"]["target"], "cuda");
+  EXPECT_FALSE(m["cost"]["measured"].get<bool>());
+  EXPECT_NE(m["cost"]["note"].get<std::string>().find("unmeasured"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Profiles, PresetsFillWhatTheCommandLineDidNotSay) {
