@@ -1,7 +1,8 @@
 #include "dataset/profile.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "tune/machine.h"
 
 namespace steptp::dataset {
 
@@ -35,8 +36,7 @@ void apply_profile(const Profile& p, GenerateOptions& o, const std::set<std::str
   const int workloads = int(workloads::all_workloads().size());
   set("composites", o.composites, p.composites >= 0 ? p.composites : std::max(0, -p.composites - workloads));
   if (!given.count("no-examples")) o.examples = p.examples;
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  set("measure-threads", o.measure_threads, p.measure_threads > 0 ? p.measure_threads : cores);
+  set("measure-threads", o.measure_threads, p.measure_threads > 0 ? p.measure_threads : tune::core_count());
   set("measure-min-time", o.measure_min_time, p.measure_min_time);
   set("non-improving-per-state", o.non_improving_per_state, p.non_improving_per_state);
 }

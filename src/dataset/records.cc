@@ -230,8 +230,9 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
           {"transition", transition_json(t.parent, t.result)},
           {"effect", effect_json(t.parent, parent_facts, t.result)},
           {"site_item", site_item}};
-  // A step of a tuned root's best-found path (dataset/tuned_trajectory.h): its place on the path
-  // and the speedup the whole path reaches (the grounds of an "enabling" label).
+  // Tuned records (dataset/tuned_trajectory.h): the tuner's learned-model prediction for the
+  // result, and for a step of the best-found path its place on the path and the speedup the whole
+  // path reaches (the grounds of an "enabling" label).
   if (t.learned_speedup_vs_root)
     a["learned_model"] = {{"predicted_speedup_vs_root", search::round_ratio(*t.learned_speedup_vs_root, 1.0)}};
   if (t.path_step)

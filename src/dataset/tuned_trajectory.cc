@@ -13,14 +13,11 @@
 namespace steptp::dataset {
 namespace {
 
-std::string step_key(const tune::TraceStep& s) { return tune::step_to_json(s).dump(); }
-
-// The first `n` steps of `a` and `b` agree.
-bool same_prefix(const tune::Trace& a, const tune::Trace& b, size_t n) {
-  if (a.size() < n || b.size() < n) return false;
-  for (size_t k = 0; k < n; ++k)
-    if (step_key(a[k]) != step_key(b[k])) return false;
-  return true;
+// The first `n` steps of a trace as one comparable string (their JSON).
+std::string trace_key(const tune::Trace& t, size_t n) {
+  std::string key;
+  for (size_t k = 0; k < n && k < t.size(); ++k) key += tune::step_to_json(t[k]).dump();
+  return key;
 }
 
 }  // namespace
@@ -42,12 +39,9 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     throw tune::ReplayError("the best trace does not replay to the tuner's best program");
   // The learned model's prediction for each measured candidate (by its trace).
   std::map<std::string, double> predicted;
-  for (const auto& t : r.history) {
-    if (!t.learned) continue;  // selected by the cold-start prior, not a learned prediction
-    std::string key;
-    for (const auto& st : t.trace) key += step_key(st);
-    predicted.emplace(key, t.predicted);
-  }
+  for (const auto& t : r.history)
+    if (t.learned)  // else selected by the cold-start prior, not a learned prediction
+      predicted.emplace(trace_key(t.trace, t.trace.size()), t.predicted);
   std::vector<search::Cost> state_cost;
   for (const auto& s : states) state_cost.push_back(search::model_cost(s));
   std::vector<search::Transition> out;
@@ -70,9 +64,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     t.cost_parent = state_cost[k];
     t.cost_result = search::model_cost(t.result);
     t.improving = t.cost_result.value > 0 && t.cost_parent.value / t.cost_result.value >= 1.05;
-    std::string key;
-    for (size_t j = 0; j < k; ++j) key += step_key(path[j]);
-    key += step_key(step);
+    const std::string key = trace_key(path, k) + trace_key({step}, 1);
     if (auto it = predicted.find(key); it != predicted.end()) t.learned_speedup_vs_root = std::exp2(it->second);
     out.push_back(std::move(t));
   };
@@ -93,7 +85,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   for (const auto& trial : r.history) {
     if (!trial.ok || trial.trace.empty()) continue;
     const size_t k = trial.trace.size() - 1;
-    if (k > L || !same_prefix(trial.trace, path, k)) continue;
+    if (k > L || trace_key(trial.trace, k) != trace_key(path, k)) continue;
     tune::AppliedStep a;
     try {
       a = tune::resolve_step(states[k], trial.trace[k]);

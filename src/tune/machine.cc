@@ -30,10 +30,12 @@ int64_t cache_bytes(int name, int64_t fallback) {
 
 }  // namespace
 
+int core_count() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+
 Machine this_machine(int threads) {
   Machine m;
   m.cpu_model = cpu_model();
-  m.cores = std::max(1u, std::thread::hardware_concurrency());
+  m.cores = core_count();
   m.l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, m.l1_bytes);
   m.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, m.l2_bytes);
   m.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE, m.l3_bytes);

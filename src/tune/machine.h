@@ -17,6 +17,8 @@ struct Machine {
   int threads = 1;        // OpenMP threads of the timed kernels
 };
 
+// Logical CPUs this process may use (at least 1): the "all cores" of every thread count.
+int core_count();
 // This machine, with `threads` timed threads (0: all cores).
 Machine this_machine(int threads = 0);
 // "cpu=...;cores=N;compiler=...;threads=T" (the caches follow from the CPU model).

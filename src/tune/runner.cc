@@ -151,7 +151,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   TimingLock machine_wide;
   // Timing with every core: nothing else may run on the machine meanwhile.
   std::optional<CpuWorkLock> all_cores;
-  if (mo.threads <= 0 || mo.threads >= int(std::max(1u, std::thread::hardware_concurrency())))
+  if (mo.threads <= 0 || mo.threads >= core_count())
     all_cores.emplace(CpuWorkLock::Mode::Exclusive);
   size_t start = 0;
   while (start < pairs.size()) {
