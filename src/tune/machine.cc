@@ -43,6 +43,7 @@ Machine this_machine(int threads) {
   // The version line names the compiler; the hash covers flags and prelude too.
   m.compiler = fmt::format("{} #{}", id.substr(0, id.find('\n')), backend::cpu::content_hash(id).substr(0, 12));
   m.threads = threads > 0 ? threads : m.cores;
+  m.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
   return m;
 }
 

@@ -15,6 +15,7 @@ struct Machine {
   int64_t l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 32 << 20;  // data caches (sysconf)
   std::string compiler;   // kernel compiler identity: version line + flags
   int threads = 1;        // OpenMP threads of the timed kernels
+  int vector_bytes = 16;  // widest SIMD register the kernels are compiled for (-march=native)
 };
 
 // Logical CPUs this process may use (at least 1): the "all cores" of every thread count.

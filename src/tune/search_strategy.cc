@@ -8,6 +8,7 @@
 #include "leir/validate.h"
 #include "search/search.h"
 #include "strategies/sampler.h"
+#include "tune/schedule_rules.h"
 
 namespace steptp::tune {
 
@@ -24,32 +25,12 @@ EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, Sea
 }
 
 void EvolutionarySearch::add_rule_chains() {
-  const std::vector<std::vector<std::string_view>> chains = {
-      {"loop_parallelization"}, {"loop_vectorization"}, {"loop_parallelization", "loop_vectorization"}};
-  for (const auto& chain : chains) {
+  for (auto& chain : schedule_rule_chains(nodes_[0].program, machine_, o_.max_depth)) {
     int at = 0;
-    for (std::string_view name : chain) {
-      const auto* s = strategies::find_strategy(name);
-      if (!s) continue;
-      for (int step = 0; step < o_.max_depth && int(nodes_[size_t(at)].trace.size()) < o_.max_depth; ++step) {
-        const leir::Program p = nodes_[size_t(at)].program;  // copy: nodes_ grows below
-        std::optional<strategies::Candidate> c;
-        std::vector<strategies::Site> sites;
-        try {
-          sites = s->sites(p);
-          if (sites.empty()) break;
-          auto space = s->param_space(p, sites[0]);
-          strategies::Params params = space.empty() ? strategies::Params{} : space[0];
-          c = s->apply(p, sites[0], params);
-          if (!c) break;
-          int next = add_child(at, TraceStep{std::string(name), address_of(sites, 0), sites[0].description, params},
-                               std::move(c->program));
-          if (next < 0) break;
-          at = next;
-        } catch (const std::exception&) {
-          break;  // a strategy that cannot analyse this program ends the chain here
-        }
-      }
+    for (auto& rs : chain) {
+      int next = add_child(at, std::move(rs.step), std::move(rs.program));
+      if (next < 0) break;
+      at = next;
     }
     if (at != 0 && std::find(rule_nodes_.begin(), rule_nodes_.end(), at) == rule_nodes_.end()) rule_nodes_.push_back(at);
   }

@@ -11,11 +11,10 @@
 //     not the step.
 //  2. ranks every unmeasured node with the model and picks the `per_round - explore` best plus
 //     `explore` seeded random ones (exploration: the model learns where it is wrong).
-// Before round 0, rule chains (MetaSchedule's schedule rules, as ordinary steps) add the programs a
-// compiler would try first: every outermost independent loop parallel (loop_parallelization at
-// its first site, again and again), every innermost loop vectorized (loop_vectorization alike),
-// and both. Their end nodes are measured first in round 0, so the search and the model start from
-// them; their traces replay like any other.
+// Before round 0, the schedule rules' chains (tune/schedule_rules.h: parallel, vector, both, and
+// register tiling of accumulation nests) add the programs a compiler would try first. Their end
+// nodes are measured first in round 0, so the search and the model start from them; their
+// traces replay like any other.
 // Duplicates (same program bytes) are kept once, at the shortest trace found first. Every
 // choice comes from the seed and deterministic orders; ties break by node index.
 #pragma once

@@ -278,6 +278,55 @@ L^{6}_{a=0}L^{2}_{c=0}[D^{f64,g}_{a}=D^{f64,g}_{a}+A^{f64,g}_{a}*c;];
   }
 }
 
+TEST(CpuBackend, RegisterBlocksKeepTheBitsAndFormOnlyWhereSafe) {
+  struct Case {
+    const char* what;
+    std::string text;
+    bool blocked;
+  };
+  const std::vector<Case> cases = {
+      {"tiled GEMM, 4x16 block over k (one loop starts at 3)",
+       R"(input A: f32[64,64]
+input C: f32[64,64]
+output D: f32[64,64]
+B^{2}_{tx=0}L^{2}_{f=0}L^{8}_{a=0}L^{4}_{c=0}L^{32}_{g=0}U^{4}_{i=0}V^{16}_{h=3}[D^{f32,g}_{tx*32+a*4+i,c*16+h-3}=D^{f32,g}_{tx*32+a*4+i,c*16+h-3}+A^{f32,g}_{tx*32+a*4+i,f*32+g}*C^{f32,g}_{f*32+g,c*16+h-3};];
+)",
+       true},
+      {"max over a middle loop, a bf16 block",
+       R"(input A: f32[16,8,12]
+output M: bf16[16,12]
+B^{16}_{tx=0}L^{8}_{g=0}L^{12}_{h=0}[M^{bf16,g}_{tx,h}=max(M^{bf16,g}_{tx,h},A^{f32,g}_{tx,g,h});];
+)",
+       true},
+      {"two iterations of the inner loops write one element: no block",
+       R"(input A: f32[8,4,4]
+output D: f32[7]
+L^{8}_{g=0}L^{4}_{i=0}L^{4}_{h=0}[D^{f32,g}_{i+h}=D^{f32,g}_{i+h}+A^{f32,g}_{g,i,h};];
+)",
+       false},
+      {"the statement reads another element of its target: no block",
+       R"(input A: f64[8,6]
+output D: f64[6]
+L^{6}_{h=0}[D^{f64,g}_{h}=A^{f64,g}_{0,h};];
+L^{8}_{g=0}L^{5}_{h=0}[D^{f64,g}_{h}=D^{f64,g}_{h}+D^{f64,g}_{h+1}*A^{f64,g}_{g,h};];
+)",
+       false},
+  };
+  TempDir dir("cpu-block");
+  KernelCompiler cc({.cache_dir = dir.path});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto p = parse(c.text);
+    EXPECT_EQ(generate_cpu_kernel(p, {}).code.find("register block") != std::string::npos, c.blocked);
+    EXPECT_EQ(generate_cpu_kernel(p, {.register_blocks = false}).code.find("register block"), std::string::npos);
+    auto in = interp::generate_inputs(p, 11);
+    auto blocked = build_cpu_program(p, {}, &cc)->run(in);
+    auto plain = build_cpu_program(p, {.register_blocks = false}, &cc)->run(in);
+    EXPECT_EQ(compare_values(blocked, plain, 0, 0), "") << "the block must not change a bit";
+    EXPECT_EQ(compare_values(blocked, interp::run_program(p, in), kAtolF32, kRtolF32), "");
+  }
+}
+
 TEST(CpuBackend, ParallelReductionAcrossBoundLoop) {
   // B loop accumulating into a scalar (the public nll_loss form), int and float, + and max.
   auto p = parse(R"(input A: f64[4000]

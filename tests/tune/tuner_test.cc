@@ -6,11 +6,14 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/codegen.h"
 #include "leir/program_io.h"
 #include "tune/fake_runner.h"
 #include "tune/cost_model.h"
+#include "tune/schedule_rules.h"
 #include "tune/search_strategy.h"
 #include "tune/tuner.h"
 #include "verify/verifier.h"
@@ -87,6 +90,34 @@ TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
     first.push_back(kinds(n.program));
   }
   EXPECT_EQ(first, (std::vector<std::string>{"PLPL", "LVLV", "PVPV"}));
+}
+
+TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInRegisters) {
+  leir::Program root = leir::program_from_text(
+      "input A: f32[64,48]\ninput C: f32[48,64]\noutput D: f32[64,64]\n"
+      "B^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];",
+      "gemm.leir");
+  Machine m = this_machine(1);
+  m.vector_bytes = 64;  // 16 f32 lanes, whatever this CPU has: the chain is a pure function of it
+  auto chains = schedule_rule_chains(root, m, 16);
+  // parallel, vector, parallel + vector, then the two register tilings.
+  ASSERT_EQ(chains.size(), 5u);
+  std::vector<std::string> kinds;
+  for (size_t k = 3; k < 5; ++k) {
+    const auto& chain = chains[k];
+    Trace trace;
+    for (const auto& rs : chain) trace.push_back(rs.step);
+    const leir::Program& tiled = chain.back().program;
+    EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
+    auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 3, .seed = 3});
+    EXPECT_TRUE(rep.equivalent) << rep.error;
+    EXPECT_NE(backend::cpu::generate_cpu_kernel(tiled, {}).code.find("register block"), std::string::npos);
+    std::string k_;
+    for (const auto& l : tiled.body[0].nest.loops) k_ += fmt::format("{}{} ", leir::to_char(l.kind), l.extent);
+    kinds.push_back(k_);
+  }
+  // rows x columns blocks over the whole reduction: 8 x 32 (two vectors), 4 x 16 (one).
+  EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L2 L48 U8 V32 ", "B16 L4 L48 U4 V16 "}));
 }
 
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {

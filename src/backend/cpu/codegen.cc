@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/affine.h"
 #include "backend/accumulation.h"
 #include "backend/c_expr.h"
 #include "leir/diagnostic.h"
@@ -274,6 +275,8 @@ class Emitter : public CExprEmitter {
 
   // Tracked accumulators read their running value or, before the first write, the identity.
   std::optional<std::string> access_value(const ExprPtr& e) const override {
+    if (block_ && leir::equal(e, block_->stmt->lhs))
+      return fmt::format("static_cast<{}>(b_{}[{}])", ct_, e->tensor, block_->slot);
     if (self_ && plan_.tracked.count(e->tensor) && leir::equal(e, self_->lhs))
       return fmt::format("(m_{0}[i_] ? static_cast<{1}>(t_{0}[i_]) : {2})", e->tensor, ct_, lit(self_identity_));
     if (hoisted_.count(e->tensor)) return fmt::format("static_cast<{}>(a_{})", ct_, e->tensor);
@@ -321,6 +324,7 @@ class Emitter : public CExprEmitter {
       line(fmt::format("  k_{0} = std::{1}(k_{0}, steptp_key(r_));", x, op == AccumOp::Max ? "max" : "min"));
       line(fmt::format("  n_{} |= r_ != r_; }}", x));
     } else if (hoisted_.count(x)) line(fmt::format("a_{} = {};", x, store(declared, value(s.rhs))));
+    else if (block_ && block_->stmt == &s) line(fmt::format("b_{}[{}] = {};", x, block_->slot, store(declared, value(s.rhs))));
     else line(fmt::format("t_{}[{}] = {};", x, flat(s.lhs), store(declared, value(s.rhs))));
   }
 
@@ -347,6 +351,85 @@ class Emitter : public CExprEmitter {
       if (fixed && alone) out.push_back(s);
     }
     return out;
+  }
+
+  // Register blocking: a nest `... g [h1 ... hk] [X_idx = X_idx op e]` whose one statement
+  // accumulates into a block of X that the loops h1..hk (after the serial loop g) span and that g
+  // does not move keeps the block in a local array over g: loaded before g, updated in place,
+  // stored after it. Same operations on each element in the same order, so the same bits; but
+  // GCC keeps a small local array in registers across g, where the tensor itself is stored back
+  // on every iteration (a tiled GEMM's 4x16 block of D: one store per FMA). This is what
+  // MetaSchedule's cache_write + reverse_compute_at spell out; here the lowering does it for every
+  // nest of that shape, so the tiling, reorder and unroll steps that form the block are what
+  // counts.
+  struct RegisterBlock {
+    const leir::Stmt* stmt = nullptr;
+    size_t loop = 0;                          // index of g in the nest's loops
+    int64_t size = 0;                         // elements of the block
+    std::string slot;                         // the block element of an iteration of h1..hk
+  };
+  static constexpr int64_t kMaxRegisterBlock = 512;
+
+  std::optional<RegisterBlock> register_block(const leir::Nest& n, const std::vector<const leir::Stmt*>& stmts) const {
+    if (stmts.size() != 1 || n.loops.size() < 2) return std::nullopt;
+    for (const auto& it : n.body)
+      if (it.is_nest()) return std::nullopt;
+    const leir::Stmt* s = stmts[0];
+    const std::string& x = s->lhs->tensor;
+    if (!plan_.accum.count(s) || plan_.tracked.count(x) || storage(x) == DType::Bool) return std::nullopt;
+    bool alone = true;
+    leir::for_each_expr(s->rhs, [&](const Expr& e) { alone &= !(e.is_access() && e.tensor == x && !leir::equal(e, *s->lhs)); });
+    if (!alone) return std::nullopt;
+    std::vector<analysis::Affine> subs;
+    for (const auto& ix : s->lhs->args) {
+      auto a = analysis::to_affine(ix);
+      if (!a || reads_tensor(ix)) return std::nullopt;
+      subs.push_back(*a);
+    }
+    auto used = [&](const leir::Loop& l) {
+      return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(l.var); });
+    };
+    size_t m = n.loops.size();
+    while (m > 0 && used(n.loops[m - 1])) --m;
+    if (m == 0 || m == n.loops.size()) return std::nullopt;
+    const leir::Loop& g = n.loops[m - 1];
+    if (g.kind != LoopKind::Serial && g.kind != LoopKind::Unrolled) return std::nullopt;
+    RegisterBlock b{s, m - 1, 1, ""};
+    for (size_t k = m; k < n.loops.size(); ++k) {
+      const leir::Loop& h = n.loops[k];
+      if (h.kind == LoopKind::Parallel || h.kind == LoopKind::Bound) return std::nullopt;
+      b.size *= h.extent;
+      if (b.size > kMaxRegisterBlock) return std::nullopt;
+      std::string v = h.start == 0 ? "v_" + h.var : fmt::format("(v_{} - {})", h.var, h.start);
+      b.slot = b.slot.empty() ? v : fmt::format("({}) * {} + {}", b.slot, h.extent, v);
+    }
+    // Distinct iterations of h1..hk must write distinct elements (else one element would live in
+    // two slots): the subscripts' parts in h1..hk take distinct values over the block.
+    std::set<std::vector<int64_t>> seen;
+    std::vector<int64_t> at(n.loops.size() - m, 0);
+    for (int64_t e = 0; e < b.size; ++e) {
+      std::vector<int64_t> key;
+      for (const auto& a : subs) {
+        int64_t v = 0;
+        for (size_t k = m; k < n.loops.size(); ++k) v += a.coeff_of(n.loops[k].var) * (n.loops[k].start + at[k - m]);
+        key.push_back(v);
+      }
+      if (!seen.insert(std::move(key)).second) return std::nullopt;
+      for (size_t k = at.size(); k-- > 0;) {
+        if (++at[k] < n.loops[m + k].extent) break;
+        at[k] = 0;
+      }
+    }
+    return b;
+  }
+
+  // Loads (`load`) or stores the block over the loops h1..hk of `n`.
+  void emit_block_copy(const leir::Nest& n, const RegisterBlock& b, bool load) {
+    const std::string& x = b.stmt->lhs->tensor;
+    for (size_t k = b.loop + 1; k < n.loops.size(); ++k) open_loop(n.loops[k]);
+    if (load) line(fmt::format("b_{}[{}] = t_{}[{}];", x, b.slot, x, flat(b.stmt->lhs)));
+    else line(fmt::format("t_{}[{}] = b_{}[{}];", x, flat(b.stmt->lhs), x, b.slot));
+    for (size_t k = b.loop + 1; k < n.loops.size(); ++k) --indent_, line("}");
   }
 
   // Identity over exactly the region `site` writes: the loops its target subscripts use.
@@ -465,8 +548,16 @@ class Emitter : public CExprEmitter {
     bool entered_parallel = false;
     int opened = 0;
     size_t j = 0;
+    std::optional<RegisterBlock> block = block_ || !o_.register_blocks ? std::nullopt : register_block(n, stmts);
     while (j < n.loops.size()) {
       const leir::Loop& l = n.loops[j];
+      if (block && j == block->loop) {
+        line("{"), ++indent_;
+        line(fmt::format("{} b_{}[{}];  // register block", cpu_ctype(storage(block->stmt->lhs->tensor)),
+                         block->stmt->lhs->tensor, block->size));
+        emit_block_copy(n, *block, /*load=*/true);
+        block_ = block;
+      }
       auto is_par = [](LoopKind k) { return k == LoopKind::Parallel || k == LoopKind::Bound; };
       size_t run_end = j;
       if (o_.openmp && !in_parallel_ && is_par(l.kind)) {
@@ -509,6 +600,12 @@ class Emitter : public CExprEmitter {
     for (int i = 0; i < opened; ++i) {
       --indent_;
       line("}");
+      if (block && static_cast<size_t>(opened - 1 - i) == block->loop) {
+        block_.reset();
+        emit_block_copy(n, *block, /*load=*/false);
+        --indent_;
+        line("}");
+      }
       if (i == 0 && !hoisted_.empty()) {
         for (const auto& x : vector_extrema_)
           line(fmt::format("a_{0} = n_{0} ? std::numeric_limits<{1}>::quiet_NaN() : steptp_unkey(k_{0});", x,
@@ -539,6 +636,7 @@ class Emitter : public CExprEmitter {
   std::set<std::string> vector_extrema_;  // hoisted max/min reduced by the current simd loop
   const leir::Stmt* self_ = nullptr;
   double self_identity_ = 0;
+  std::optional<RegisterBlock> block_;  // the register block of the nest being emitted
 };
 
 }  // namespace

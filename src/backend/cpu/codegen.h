@@ -29,6 +29,9 @@ struct CpuCodegenOptions {
   bool openmp = true;
   // `l`/`s` intermediates up to this size live on the stack.
   int64_t stack_limit_bytes = 64 * 1024;
+  // Keep a nest's accumulated block in a local array over its reduction loop (bit-identical
+  // results; see register_block in codegen.cc). false: store every update (for comparisons).
+  bool register_blocks = true;
 };
 
 struct KernelParam {

@@ -1,0 +1,190 @@
+#include "tune/schedule_rules.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "analysis/accumulation.h"
+#include "analysis/affine.h"
+#include "leir/tensors.h"
+#include "strategies/strategy.h"
+
+namespace steptp::tune {
+namespace {
+
+using strategies::Params;
+using strategies::Site;
+
+// A chain under construction: each step applies a registered strategy at the first site `at`
+// accepts, with `params` (which must be in the site's parameter space) or the space's first
+// choice, and continues from its result.
+class ChainBuilder {
+ public:
+  ChainBuilder(const leir::Program& root, int max_steps) : cur_(root), max_steps_(max_steps) {}
+
+  bool step(std::string_view name, const std::function<bool(const Site&)>& at, const std::optional<Params>& params = {}) {
+    const auto* s = strategies::find_strategy(name);
+    if (!s || int(chain_.size()) >= max_steps_) return false;
+    try {
+      return apply(*s, at, params);
+    } catch (const std::exception&) {
+      return false;  // a strategy that cannot analyse this program ends the chain here
+    }
+  }
+  const leir::Program& program() const { return cur_; }
+  RuleChain take() { return std::move(chain_); }
+
+ private:
+  bool apply(const strategies::Strategy& strategy, const std::function<bool(const Site&)>& at,
+             const std::optional<Params>& params) {
+    const auto* s = &strategy;
+    const std::string_view name = s->name();
+    auto sites = s->sites(cur_);
+    for (size_t i = 0; i < sites.size(); ++i) {
+      if (!at(sites[i])) continue;
+      auto space = s->param_space(cur_, sites[i]);
+      if (params && std::find(space.begin(), space.end(), *params) == space.end()) return false;
+      Params chosen = params ? *params : space.empty() ? Params{} : space[0];
+      auto c = s->apply(cur_, sites[i], chosen);
+      if (!c) return false;
+      chain_.push_back({TraceStep{std::string(name), address_of(sites, i), sites[i].description, chosen}, c->program});
+      cur_ = std::move(c->program);
+      return true;
+    }
+    return false;
+  }
+
+  leir::Program cur_;
+  int max_steps_;
+  RuleChain chain_;
+};
+
+bool any_site(const Site&) { return true; }
+
+// The site of loop `var` of top-level nest `item` (loop strategies' sites: path {item}, detail
+// {loop index}).
+std::function<bool(const Site&)> loop_site(const leir::Program& p, size_t item, const std::string& var) {
+  int k = -1;
+  const auto& loops = p.body[item].nest.loops;
+  for (size_t i = 0; i < loops.size(); ++i)
+    if (loops[i].var == var) k = int(i);
+  return [item, k](const Site& s) {
+    return s.path == std::vector<int>{int(item)} && !s.detail.empty() && s.detail[0] == k;
+  };
+}
+
+// Splits loop `var` of nest `item` so that its inner loop has extent `inner` (the split loop's
+// variables are fresh, except a bound loop's axis on the outer loop). Returns the inner loop's
+// variable (`var` itself when the loop already has that extent), or "" on failure.
+std::string split_inner(ChainBuilder& b, size_t item, const std::string& var, int64_t inner) {
+  const auto& before = b.program().body[item].nest.loops;
+  size_t k = 0;
+  while (k < before.size() && before[k].var != var) ++k;
+  if (k == before.size() || before[k].extent % inner != 0) return "";
+  if (before[k].extent == inner) return var;
+  if (!b.step("loop_split", loop_site(b.program(), item, var), Params{{"factor", before[k].extent / inner}})) return "";
+  return b.program().body[item].nest.loops[k + 1].var;
+}
+
+// Brings the loops of nest `item` into the order `target` (variables), one transposition per step.
+bool reorder_to(ChainBuilder& b, size_t item, const std::vector<std::string>& target) {
+  for (size_t pos = 0; pos < target.size(); ++pos) {
+    const auto& loops = b.program().body[item].nest.loops;
+    if (loops.size() != target.size()) return false;
+    if (loops[pos].var == target[pos]) continue;
+    size_t q = pos + 1;
+    while (q < loops.size() && loops[q].var != target[pos]) ++q;
+    if (q == loops.size()) return false;
+    std::vector<int64_t> order(loops.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = int64_t(k);
+    std::swap(order[pos], order[q]);
+    if (!b.step("loop_reorder", [item](const Site& s) { return s.path == std::vector<int>{int(item)}; },
+                Params{{"order", order}}))
+      return false;
+  }
+  return true;
+}
+
+// Register tiling of top-level nest `item` (see the header); false when the nest does not have
+// the shape or a step is refused (the steps taken so far stay in the chain).
+bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows, int64_t vectors) {
+  const leir::Program& p = b.program();
+  if (!p.body[item].is_nest()) return false;
+  const leir::Nest& n = p.body[item].nest;
+  if (n.body.size() != 1 || !n.body[0].is_stmt()) return false;
+  const leir::Stmt& s = n.body[0].stmt;
+  if (!analysis::is_accumulation(s) || s.lhs->args.empty()) return false;
+  std::vector<analysis::Affine> subs;
+  for (const auto& ix : s.lhs->args) {
+    auto a = analysis::to_affine(ix);
+    if (!a) return false;
+    subs.push_back(*a);
+  }
+  auto uses = [&](const std::string& v) {
+    return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(v); });
+  };
+  // Columns: the loop that walks the output's last dimension with unit stride (and no other).
+  std::string col, row;
+  std::vector<std::string> reductions;
+  for (const auto& l : n.loops) {
+    bool only_last = subs.back().coeff_of(l.var) == 1;
+    for (size_t d = 0; d + 1 < subs.size(); ++d) only_last &= !subs[d].uses(l.var);
+    if (only_last && l.kind == leir::LoopKind::Serial) col = l.var;
+    if (!uses(l.var)) reductions.push_back(l.var);
+  }
+  if (col.empty() || reductions.empty()) return false;
+  for (const auto& l : n.loops)  // rows: the innermost other output loop
+    if (uses(l.var) && l.var != col && l.kind != leir::LoopKind::Vectorized) row = l.var;
+  if (row.empty()) return false;
+  const leir::DType dt = leir::build_tensor_table(p).at(s.lhs->tensor).dtype;
+  const int64_t lanes = vector_bytes / (dt == leir::DType::F64 || dt == leir::DType::I64 ? 8 : 4);
+  const std::string col_in = split_inner(b, item, col, lanes * vectors);
+  if (col_in.empty()) return false;
+  const std::string row_in = split_inner(b, item, row, rows);
+  if (row_in.empty()) return false;
+  std::vector<std::string> target;
+  for (const auto& l : b.program().body[item].nest.loops)
+    if (l.var != col_in && l.var != row_in && std::find(reductions.begin(), reductions.end(), l.var) == reductions.end())
+      target.push_back(l.var);
+  target.insert(target.end(), reductions.begin(), reductions.end());
+  target.push_back(row_in);
+  target.push_back(col_in);
+  if (!reorder_to(b, item, target)) return false;
+  if (rows > 1 && !b.step("loop_unrolling", loop_site(b.program(), item, row_in))) return false;
+  if (!b.step("loop_vectorization", loop_site(b.program(), item, col_in))) return false;
+  const auto& loops = b.program().body[item].nest.loops;
+  bool parallel = std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) {
+    return l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound;
+  });
+  if (!parallel) b.step("loop_parallelization", [item](const Site& s) { return s.path == std::vector<int>{int(item)}; });
+  return true;
+}
+
+}  // namespace
+
+std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps) {
+  std::vector<RuleChain> out;
+  auto keep = [&](ChainBuilder& b) {
+    RuleChain c = b.take();
+    if (!c.empty()) out.push_back(std::move(c));
+  };
+  const std::vector<std::vector<std::string_view>> annotations = {
+      {"loop_parallelization"}, {"loop_vectorization"}, {"loop_parallelization", "loop_vectorization"}};
+  for (const auto& names : annotations) {
+    ChainBuilder b(root, max_steps);
+    for (std::string_view name : names)
+      while (b.step(name, any_site)) {
+      }
+    keep(b);
+  }
+  for (auto [rows, vectors] : {std::pair<int64_t, int64_t>{8, 2}, {4, 1}}) {
+    ChainBuilder b(root, max_steps);
+    bool tiled = false;
+    for (size_t item = 0; item < root.body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
+    if (tiled) keep(b);
+  }
+  return out;
+}
+
+}  // namespace steptp::tune

@@ -1,0 +1,35 @@
+// Schedule rules: the programs a compiler would try first, as chains of ordinary, replayable
+// steps (MetaSchedule's schedule rules, but spelled in the 43 strategies so that every step of a
+// chain is a dataset step like any other). The tuner measures the chains' end programs first.
+//  * parallel: loop_parallelization at its first site, again and again (every outermost
+//    independent loop parallel);
+//  * vector: loop_vectorization alike (every innermost independent loop vectorized);
+//  * parallel + vector;
+//  * register tiling (MetaSchedule's multi-level tiling for CPUs), per top-level nest that is one
+//    accumulation over spatial and reduction loops: split the unit-stride output loop into
+//    blocks of `cols` (whole vectors) and a second output loop into blocks of `rows`, move every
+//    reduction loop between the block loops and the blocks (transpositions, one step each), unroll
+//    the rows, vectorize the columns; and parallelize an outer loop if none is. The CPU lowering
+//    keeps such a rows x cols block of the output in registers over the reduction
+//    (backend/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
+//    micro-kernel. Two block shapes: 8 rows x 2 vectors and 4 rows x 1 vector.
+#pragma once
+
+#include <vector>
+
+#include "leir/ast.h"
+#include "tune/machine.h"
+#include "tune/trace.h"
+
+namespace steptp::tune {
+
+struct RuleStep {
+  TraceStep step;
+  leir::Program program;  // after the step
+};
+using RuleChain = std::vector<RuleStep>;
+
+// The chains from `root` (each at most `max_steps` long; empty chains are left out).
+std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps);
+
+}  // namespace steptp::tune
