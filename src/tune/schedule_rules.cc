@@ -7,6 +7,7 @@
 
 #include "analysis/accumulation.h"
 #include "analysis/affine.h"
+#include "backend/cpu/codegen.h"
 #include "leir/tensors.h"
 #include "strategies/strategy.h"
 
@@ -36,19 +37,16 @@ class ChainBuilder {
   RuleChain take() { return std::move(chain_); }
 
  private:
-  bool apply(const strategies::Strategy& strategy, const std::function<bool(const Site&)>& at,
-             const std::optional<Params>& params) {
-    const auto* s = &strategy;
-    const std::string_view name = s->name();
-    auto sites = s->sites(cur_);
+  bool apply(const strategies::Strategy& s, const std::function<bool(const Site&)>& at, const std::optional<Params>& params) {
+    auto sites = s.sites(cur_);
     for (size_t i = 0; i < sites.size(); ++i) {
       if (!at(sites[i])) continue;
-      auto space = s->param_space(cur_, sites[i]);
+      auto space = s.param_space(cur_, sites[i]);
       if (params && std::find(space.begin(), space.end(), *params) == space.end()) return false;
       Params chosen = params ? *params : space.empty() ? Params{} : space[0];
-      auto c = s->apply(cur_, sites[i], chosen);
+      auto c = s.apply(cur_, sites[i], chosen);
       if (!c) return false;
-      chain_.push_back({TraceStep{std::string(name), address_of(sites, i), sites[i].description, chosen}, c->program});
+      chain_.push_back({TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, chosen}, c->program});
       cur_ = std::move(c->program);
       return true;
     }
@@ -62,6 +60,11 @@ class ChainBuilder {
 
 bool any_site(const Site&) { return true; }
 
+// A site of top-level nest `item` (nest strategies' sites have path {item}).
+std::function<bool(const Site&)> nest_site(size_t item) {
+  return [item](const Site& s) { return s.path == std::vector<int>{int(item)}; };
+}
+
 // The site of loop `var` of top-level nest `item` (loop strategies' sites: path {item}, detail
 // {loop index}).
 std::function<bool(const Site&)> loop_site(const leir::Program& p, size_t item, const std::string& var) {
@@ -69,9 +72,7 @@ std::function<bool(const Site&)> loop_site(const leir::Program& p, size_t item, 
   const auto& loops = p.body[item].nest.loops;
   for (size_t i = 0; i < loops.size(); ++i)
     if (loops[i].var == var) k = int(i);
-  return [item, k](const Site& s) {
-    return s.path == std::vector<int>{int(item)} && !s.detail.empty() && s.detail[0] == k;
-  };
+  return [in_nest = nest_site(item), k](const Site& s) { return in_nest(s) && !s.detail.empty() && s.detail[0] == k; };
 }
 
 // Splits loop `var` of nest `item` so that its inner loop has extent `inner` (the split loop's
@@ -99,9 +100,7 @@ bool reorder_to(ChainBuilder& b, size_t item, const std::vector<std::string>& ta
     std::vector<int64_t> order(loops.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = int64_t(k);
     std::swap(order[pos], order[q]);
-    if (!b.step("loop_reorder", [item](const Site& s) { return s.path == std::vector<int>{int(item)}; },
-                Params{{"order", order}}))
-      return false;
+    if (!b.step("loop_reorder", nest_site(item), Params{{"order", order}})) return false;
   }
   return true;
 }
@@ -137,8 +136,9 @@ bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows,
   for (const auto& l : n.loops)  // rows: the innermost other output loop
     if (uses(l.var) && l.var != col && l.kind != leir::LoopKind::Vectorized) row = l.var;
   if (row.empty()) return false;
-  const leir::DType dt = leir::build_tensor_table(p).at(s.lhs->tensor).dtype;
-  const int64_t lanes = vector_bytes / (dt == leir::DType::F64 || dt == leir::DType::I64 ? 8 : 4);
+  // Lanes of the element type the CPU lowering stores (f16/bf16 as float).
+  const leir::DType declared = leir::build_tensor_table(p).at(s.lhs->tensor).dtype;
+  const int64_t lanes = vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(declared, false));
   const std::string col_in = split_inner(b, item, col, lanes * vectors);
   if (col_in.empty()) return false;
   const std::string row_in = split_inner(b, item, row, rows);
@@ -157,7 +157,7 @@ bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows,
   bool parallel = std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) {
     return l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound;
   });
-  if (!parallel) b.step("loop_parallelization", [item](const Site& s) { return s.path == std::vector<int>{int(item)}; });
+  if (!parallel) b.step("loop_parallelization", nest_site(item));
   return true;
 }
 

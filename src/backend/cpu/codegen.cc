@@ -328,6 +328,20 @@ class Emitter : public CExprEmitter {
     else line(fmt::format("t_{}[{}] = {};", x, flat(s.lhs), store(declared, value(s.rhs))));
   }
 
+  // Whether `s`'s target tensor is touched by nothing in `stmts` but `s`'s own write and its reads
+  // of exactly the element it writes: then that element may live in a local over the loops.
+  static bool alone_with_its_target(const leir::Stmt& s, const std::vector<const leir::Stmt*>& stmts) {
+    const std::string& x = s.lhs->tensor;
+    bool alone = true;
+    for (const auto* o : stmts) {
+      leir::for_each_expr(o->rhs, [&](const Expr& e) {
+        if (e.is_access() && e.tensor == x && !(o == &s && leir::equal(e, *s.lhs))) alone = false;
+      });
+      if (o != &s) leir::for_each_expr(o->lhs, [&](const Expr& e) { alone &= !(e.is_access() && e.tensor == x); });
+    }
+    return alone;
+  }
+
   // Accumulations of the innermost loop `l` into one element that stays fixed over it (`S=S+e`,
   // `M=max(M,e)` over the reduced axis), when nothing else in the body touches that tensor: they
   // accumulate in a local variable, loaded before the loop and stored after it. Same operations
@@ -341,14 +355,7 @@ class Emitter : public CExprEmitter {
       if (!plan_.accum.count(s) || plan_.tracked.count(x) || !leir::is_floating(storage(x))) continue;
       bool fixed = true;
       for (const auto& ix : s->lhs->args) fixed &= !mentions_var(ix, l.var) && !reads_tensor(ix);
-      bool alone = true;
-      for (const auto* o : stmts) {
-        leir::for_each_expr(o->rhs, [&](const Expr& e) {
-          if (e.is_access() && e.tensor == x && !(o == s && leir::equal(e, *s->lhs))) alone = false;
-        });
-        if (o != s) leir::for_each_expr(o->lhs, [&](const Expr& e) { alone &= !(e.is_access() && e.tensor == x); });
-      }
-      if (fixed && alone) out.push_back(s);
+      if (fixed && alone_with_its_target(*s, stmts)) out.push_back(s);
     }
     return out;
   }
@@ -377,9 +384,7 @@ class Emitter : public CExprEmitter {
     const leir::Stmt* s = stmts[0];
     const std::string& x = s->lhs->tensor;
     if (!plan_.accum.count(s) || plan_.tracked.count(x) || storage(x) == DType::Bool) return std::nullopt;
-    bool alone = true;
-    leir::for_each_expr(s->rhs, [&](const Expr& e) { alone &= !(e.is_access() && e.tensor == x && !leir::equal(e, *s->lhs)); });
-    if (!alone) return std::nullopt;
+    if (!alone_with_its_target(*s, stmts)) return std::nullopt;
     std::vector<analysis::Affine> subs;
     for (const auto& ix : s->lhs->args) {
       auto a = analysis::to_affine(ix);
