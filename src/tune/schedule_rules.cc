@@ -178,7 +178,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       }
     keep(b);
   }
-  for (auto [rows, vectors] : {std::pair<int64_t, int64_t>{8, 2}, {4, 1}}) {
+  for (auto [rows, vectors] : {std::pair<int64_t, int64_t>{8, 2}, {8, 1}, {4, 1}}) {
     ChainBuilder b(root, max_steps);
     bool tiled = false;
     for (size_t item = 0; item < root.body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
