@@ -32,7 +32,7 @@ void RecordStats::add(const json& r) {
   }
   const double sr = a["cost"]["speedup_vs_root"].get<double>();
   Best& b = best_[r["root"]["key"].get<std::string>()];
-  b.speedup = b.records ? std::max(b.speedup, sr) : sr;
+  b.speedup = std::max(b.speedup, sr);
   b.records++;
 }
 

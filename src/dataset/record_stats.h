@@ -21,7 +21,9 @@ class RecordStats {
   //   {"single", "improving", "enabling", "share"}}},
   //  "depth_distribution": [{"depth", "records", "single", "multi"}] (ascending depth),
   //  "best_found_speedup": {"roots", "median", "per_root": [{"key", "speedup_vs_root",
-  //   "records"}]} (roots by key; median is the lower median, as stats.json's other quantiles)}.
+  //   "records"}]} (roots by key; speedup_vs_root is the largest over the root's records, or 1
+  //   -- the root itself -- when every one is slower; median is the lower median, as stats.json's
+  //   other quantiles)}.
   // Over single-answer records only, except depth_distribution. Shares are rounded to 4 decimals.
   nlohmann::json to_json() const;
 
@@ -34,7 +36,9 @@ class RecordStats {
     int single = 0, multi = 0;
   };
   struct Best {
-    double speedup = 0;
+    // The root itself (speedup 1) is where every trajectory starts: a root whose recorded answers
+    // are all slower has found nothing better than itself, not a slower best.
+    double speedup = 1;
     int records = 0;
   };
   Share all_;

@@ -60,6 +60,10 @@ class ChainBuilder {
 
 bool any_site(const Site&) { return true; }
 
+// Vector registers a register block may keep its accumulators in (half of AVX-512's 32; the
+// 8 x 2 block uses all 16).
+constexpr int64_t kAccumulators = 16;
+
 // A site of top-level nest `item` (nest strategies' sites have path {item}).
 std::function<bool(const Site&)> nest_site(size_t item) {
   return [item](const Site& s) { return s.path == std::vector<int>{int(item)}; };
@@ -133,13 +137,19 @@ bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows,
     if (!uses(l.var)) reductions.push_back(l.var);
   }
   if (col.empty() || reductions.empty()) return false;
-  for (const auto& l : n.loops)  // rows: the innermost other output loop
-    if (uses(l.var) && l.var != col && l.kind != leir::LoopKind::Vectorized) row = l.var;
+  for (const auto& l : n.loops)  // rows: the innermost other output loop that splits into rows
+    if (uses(l.var) && l.var != col && l.kind != leir::LoopKind::Vectorized && l.extent % rows == 0) row = l.var;
   if (row.empty()) return false;
   // Lanes of the element type the CPU lowering stores (f16/bf16 as float).
   const leir::DType declared = leir::build_tensor_table(p).at(s.lhs->tensor).dtype;
   const int64_t lanes = vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(declared, false));
-  const std::string col_in = split_inner(b, item, col, lanes * vectors);
+  // Columns that do not split into whole blocks (a 62-wide convolution output) form the block
+  // whole, masked tail included, when rows x its vectors stay within the accumulator budget.
+  const int64_t col_extent = std::find_if(n.loops.begin(), n.loops.end(), [&](const leir::Loop& l) {
+                               return l.var == col;
+                             })->extent;
+  const bool whole = col_extent % (lanes * vectors) != 0 && rows * ((col_extent + lanes - 1) / lanes) <= kAccumulators;
+  const std::string col_in = whole ? col : split_inner(b, item, col, lanes * vectors);
   if (col_in.empty()) return false;
   const std::string row_in = split_inner(b, item, row, rows);
   if (row_in.empty()) return false;
@@ -153,9 +163,10 @@ bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows,
   if (!reorder_to(b, item, target)) return false;
   if (rows > 1 && !b.step("loop_unrolling", loop_site(b.program(), item, row_in))) return false;
   if (!b.step("loop_vectorization", loop_site(b.program(), item, col_in))) return false;
+  // A bound loop of extent 1 (a batch of one) runs on one core: parallelize an outer loop then.
   const auto& loops = b.program().body[item].nest.loops;
   bool parallel = std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) {
-    return l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound;
+    return (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) && l.extent > 1;
   });
   if (!parallel) b.step("loop_parallelization", nest_site(item));
   return true;

@@ -292,6 +292,13 @@ output D: f32[64,64]
 B^{2}_{tx=0}L^{2}_{f=0}L^{8}_{a=0}L^{4}_{c=0}L^{32}_{g=0}U^{4}_{i=0}V^{16}_{h=3}[D^{f32,g}_{tx*32+a*4+i,c*16+h-3}=D^{f32,g}_{tx*32+a*4+i,c*16+h-3}+A^{f32,g}_{tx*32+a*4+i,f*32+g}*C^{f32,g}_{f*32+g,c*16+h-3};];
 )",
        true},
+      {"convolution, 4x14 block over channel and window (three loops)",
+       R"(input A: f32[1,3,16,16]
+param W: f32[8,3,3,3]
+output C: f32[1,8,14,14]
+B^{1}_{tx=0}P^{2}_{o=0}L^{14}_{y=0}L^{3}_{f=0}L^{3}_{g=0}L^{3}_{h=0}U^{4}_{i=0}V^{14}_{x=0}[C^{f32,g}_{tx,o*4+i,y,x}=C^{f32,g}_{tx,o*4+i,y,x}+W^{f32,g}_{o*4+i,f,g,h}*A^{f32,g}_{tx,f,y+g,x+h};];
+)",
+       true},
       {"max over a middle loop, a bf16 block",
        R"(input A: f32[16,8,12]
 output M: bf16[16,12]
@@ -325,6 +332,13 @@ L^{8}_{g=0}L^{5}_{h=0}[D^{f64,g}_{h}=D^{f64,g}_{h}+D^{f64,g}_{h+1}*A^{f64,g}_{g,
     EXPECT_EQ(compare_values(blocked, plain, 0, 0), "") << "the block must not change a bit";
     EXPECT_EQ(compare_values(blocked, interp::run_program(p, in), kAtolF32, kRtolF32), "");
   }
+  // The convolution's block is loaded once per output row, before the channel loop f: it stays
+  // put over all three reduction loops, not only the innermost.
+  const std::string conv = generate_cpu_kernel(parse(cases[1].text), {}).code;
+  const size_t block = conv.find("b_C[56];  // register block");
+  ASSERT_NE(block, std::string::npos);
+  EXPECT_LT(block, conv.find("for (int64_t v_f = 0;"));
+  EXPECT_GT(block, conv.find("for (int64_t v_y = 0;"));
 }
 
 TEST(CpuBackend, ParallelReductionAcrossBoundLoop) {

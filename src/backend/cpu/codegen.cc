@@ -360,10 +360,11 @@ class Emitter : public CExprEmitter {
     return out;
   }
 
-  // Register blocking: a nest `... g [h1 ... hk] [X_idx = X_idx op e]` whose one statement
-  // accumulates into a block of X that the loops h1..hk (after the serial loop g) span and that g
-  // does not move keeps the block in a local array over g: loaded before g, updated in place,
-  // stored after it. Same operations on each element in the same order, so the same bits; but
+  // Register blocking: a nest `... g1 ... gr [h1 ... hk] [X_idx = X_idx op e]` whose one statement
+  // accumulates into a block of X that the loops h1..hk span and that the serial loops g1..gr
+  // before them do not move keeps the block in a local array over g1..gr: loaded before g1,
+  // updated in place, stored after it (a convolution's block stays put over all three reduction
+  // loops, channel and kernel window, not only the innermost). Same operations on each element in the same order, so the same bits; but
   // GCC keeps a small local array in registers across g, where the tensor itself is stored back
   // on every iteration (a tiled GEMM's 4x16 block of D: one store per FMA). This is what
   // MetaSchedule's cache_write + reverse_compute_at spell out; here the lowering does it for every
@@ -371,7 +372,8 @@ class Emitter : public CExprEmitter {
   // counts.
   struct RegisterBlock {
     const leir::Stmt* stmt = nullptr;
-    size_t loop = 0;                          // index of g in the nest's loops
+    size_t loop = 0;                          // index of g1 in the nest's loops
+    size_t first = 0;                         // index of h1
     int64_t size = 0;                         // elements of the block
     std::string slot;                         // the block element of an iteration of h1..hk
   };
@@ -397,9 +399,13 @@ class Emitter : public CExprEmitter {
     size_t m = n.loops.size();
     while (m > 0 && used(n.loops[m - 1])) --m;
     if (m == 0 || m == n.loops.size()) return std::nullopt;
-    const leir::Loop& g = n.loops[m - 1];
-    if (g.kind != LoopKind::Serial && g.kind != LoopKind::Unrolled) return std::nullopt;
-    RegisterBlock b{s, m - 1, 1, ""};
+    auto stays = [&](const leir::Loop& g) {
+      return (g.kind == LoopKind::Serial || g.kind == LoopKind::Unrolled) && !used(g);
+    };
+    size_t g1 = m;
+    while (g1 > 0 && stays(n.loops[g1 - 1])) --g1;
+    if (g1 == m) return std::nullopt;
+    RegisterBlock b{s, g1, m, 1, ""};
     for (size_t k = m; k < n.loops.size(); ++k) {
       const leir::Loop& h = n.loops[k];
       if (h.kind == LoopKind::Parallel || h.kind == LoopKind::Bound) return std::nullopt;
@@ -431,10 +437,10 @@ class Emitter : public CExprEmitter {
   // Loads (`load`) or stores the block over the loops h1..hk of `n`.
   void emit_block_copy(const leir::Nest& n, const RegisterBlock& b, bool load) {
     const std::string& x = b.stmt->lhs->tensor;
-    for (size_t k = b.loop + 1; k < n.loops.size(); ++k) open_loop(n.loops[k]);
+    for (size_t k = b.first; k < n.loops.size(); ++k) open_loop(n.loops[k]);
     if (load) line(fmt::format("b_{}[{}] = t_{}[{}];", x, b.slot, x, flat(b.stmt->lhs)));
     else line(fmt::format("t_{}[{}] = b_{}[{}];", x, flat(b.stmt->lhs), x, b.slot));
-    for (size_t k = b.loop + 1; k < n.loops.size(); ++k) --indent_, line("}");
+    for (size_t k = b.first; k < n.loops.size(); ++k) --indent_, line("}");
   }
 
   // Identity over exactly the region `site` writes: the loops its target subscripts use.
