@@ -129,8 +129,10 @@ class Panel:
     def __init__(self, a):
         self.a = a
         self.out = a.out
-        self.env = dict(os.environ, STEPTP_TIMING_LOCK=os.path.join(self.out, "child-timing.lock"),
-                        OMP_WAIT_POLICY="passive")
+        # Every contender is timed in a process of its own, so no idle OpenMP pool spins beside
+        # another one: OpenMP's default wait policy stays, as users run it (a passive policy made
+        # every parallel region of ours and PyTorch's pay a wake-up; 2026-12-04 panel).
+        self.env = dict(os.environ, STEPTP_TIMING_LOCK=os.path.join(self.out, "child-timing.lock"))
         core = openblas_coretype()
         if core and "OPENBLAS_CORETYPE" not in os.environ:
             self.env["OPENBLAS_CORETYPE"] = core

@@ -1,7 +1,9 @@
 #include "backend/accumulation.h"
 
+#include <algorithm>
 #include <limits>
 
+#include "analysis/affine.h"
 #include "leir/ir_mutator.h"
 
 namespace steptp::backend {
@@ -41,22 +43,39 @@ bool is_top_sum(const ExprPtr& e) {
 
 // Whether `lhs` covers every element of its tensor: each subscript a distinct loop variable that
 // runs from 0 over the whole dimension, or the constant 0 on a size-1 dimension.
+// Whether the subscripts of `s` write every element of the tensor over `loops`: each is a
+// mixed-radix number over loops of its own that start at 0 (`v`, or a split `a*k+b` with
+// b < k, `a*32+h*16+f` ...): sorted by coefficient, the coefficients are 1, e1, e1*e2, ... for
+// the extents e1, e2, ... of their loops, which multiply to the dimension. Each such subscript
+// takes every value of its dimension exactly once, and no loop serves two dimensions.
 bool covers_whole(const leir::Stmt& s, const std::vector<const leir::Loop*>& loops,
                   const leir::TensorInfo& info) {
   const auto& idx = s.lhs->args;
   if (idx.size() != info.shape.size()) return false;
   std::set<std::string> used;
   for (size_t d = 0; d < idx.size(); ++d) {
-    const Expr& e = *idx[d];
-    if (e.is_number()) {
-      if (e.value != 0 || info.shape[d] != 1) return false;
+    auto a = analysis::to_affine(idx[d]);
+    if (!a || a->constant != 0) return false;
+    if (a->coeff.empty()) {
+      if (info.shape[d] != 1) return false;
       continue;
     }
-    if (!e.is_var() || !used.insert(e.var_name()).second) return false;
-    const leir::Loop* bound = nullptr;
-    for (auto it = loops.rbegin(); it != loops.rend() && !bound; ++it)
-      if ((*it)->var == e.var_name()) bound = *it;
-    if (!bound || bound->start != 0 || bound->extent != info.shape[d]) return false;
+    std::vector<std::pair<int64_t, int64_t>> radix;  // coefficient, extent
+    for (const auto& [var, c] : a->coeff) {
+      if (!used.insert(var).second) return false;
+      const leir::Loop* bound = nullptr;
+      for (auto it = loops.rbegin(); it != loops.rend() && !bound; ++it)
+        if ((*it)->var == var) bound = *it;
+      if (!bound || bound->start != 0) return false;
+      radix.emplace_back(c, bound->extent);
+    }
+    std::sort(radix.begin(), radix.end());
+    int64_t place = 1;
+    for (const auto& [c, extent] : radix) {
+      if (c != place) return false;
+      place *= extent;
+    }
+    if (place != info.shape[d]) return false;
   }
   return true;
 }

@@ -1,5 +1,7 @@
 #include "tune/schedule_rules.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -8,6 +10,7 @@
 #include "analysis/accumulation.h"
 #include "analysis/affine.h"
 #include "backend/cpu/codegen.h"
+#include "leir/ir_mutator.h"
 #include "leir/tensors.h"
 #include "strategies/strategy.h"
 
@@ -109,45 +112,94 @@ bool reorder_to(ChainBuilder& b, size_t item, const std::vector<std::string>& ta
   return true;
 }
 
-// Register tiling of top-level nest `item` (see the header); false when the nest does not have
-// the shape or a step is refused (the steps taken so far stay in the chain).
-bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows, int64_t vectors) {
-  const leir::Program& p = b.program();
-  if (!p.body[item].is_nest()) return false;
+// Parallelizes the outermost loop that may be of top-level nest `item` when none of its loops
+// runs on more than one core (a bound loop of extent 1, a batch of one, counts as serial).
+void parallelize_if_serial(ChainBuilder& b, size_t item) {
+  if (!b.program().body[item].is_nest()) return;
+  const auto& loops = b.program().body[item].nest.loops;
+  bool parallel = std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) {
+    return (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) && l.extent > 1;
+  });
+  if (!parallel) b.step("loop_parallelization", nest_site(item));
+}
+
+// The loops of an accumulation nest that a register block is made of: `col` walks the output's
+// last dimension with unit stride (and no other), `row` is the innermost other output loop that
+// divides into `rows`, `reductions` the loops the output does not use (in nest order).
+struct TileShape {
+  std::string col, row;
+  int64_t col_extent = 0;
+  std::vector<std::string> reductions;
+};
+
+std::optional<TileShape> tile_shape(const leir::Program& p, size_t item, int64_t rows) {
+  if (!p.body[item].is_nest()) return std::nullopt;
   const leir::Nest& n = p.body[item].nest;
-  if (n.body.size() != 1 || !n.body[0].is_stmt()) return false;
+  if (n.body.size() != 1 || !n.body[0].is_stmt()) return std::nullopt;
   const leir::Stmt& s = n.body[0].stmt;
-  if (!analysis::is_accumulation(s) || s.lhs->args.empty()) return false;
+  if (!analysis::is_accumulation(s) || s.lhs->args.empty()) return std::nullopt;
   std::vector<analysis::Affine> subs;
   for (const auto& ix : s.lhs->args) {
     auto a = analysis::to_affine(ix);
-    if (!a) return false;
+    if (!a) return std::nullopt;
     subs.push_back(*a);
   }
   auto uses = [&](const std::string& v) {
     return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(v); });
   };
-  // Columns: the loop that walks the output's last dimension with unit stride (and no other).
-  std::string col, row;
-  std::vector<std::string> reductions;
+  TileShape t;
   for (const auto& l : n.loops) {
     bool only_last = subs.back().coeff_of(l.var) == 1;
     for (size_t d = 0; d + 1 < subs.size(); ++d) only_last &= !subs[d].uses(l.var);
-    if (only_last && l.kind == leir::LoopKind::Serial) col = l.var;
-    if (!uses(l.var)) reductions.push_back(l.var);
+    if (only_last && l.kind == leir::LoopKind::Serial) t.col = l.var, t.col_extent = l.extent;
+    if (!uses(l.var)) t.reductions.push_back(l.var);
   }
-  if (col.empty() || reductions.empty()) return false;
-  for (const auto& l : n.loops)  // rows: the innermost other output loop that splits into rows
-    if (uses(l.var) && l.var != col && l.kind != leir::LoopKind::Vectorized && l.extent % rows == 0) row = l.var;
-  if (row.empty()) return false;
+  if (t.col.empty() || t.reductions.empty()) return std::nullopt;
+  for (const auto& l : n.loops)
+    if (uses(l.var) && l.var != t.col && l.kind != leir::LoopKind::Vectorized && l.extent % rows == 0) t.row = l.var;
+  if (t.row.empty()) return std::nullopt;
+  return t;
+}
+
+// An input the statement of nest `item` reads with the columns in a dimension before its last
+// (a weight W[out,in] read as W[c,d]: x @ W^T) would make every vector of the block a gather:
+// give it the layout with those two dimensions swapped (layout_transformation: one copy nest
+// before its first reader, so `item` moves down by one). Returns whether it did.
+bool transpose_strided_input(ChainBuilder& b, size_t& item, const std::string& col) {
+  const leir::Program& p = b.program();
+  std::optional<std::pair<int, std::string>> step;  // known index, layout
+  leir::for_each_expr(p.body[item].nest.body[0].stmt.rhs, [&](const leir::Expr& e) {
+    if (step || !e.is_access() || e.args.size() < 2) return;
+    for (int i = 0; i < int(p.known.size()); ++i) {
+      if (p.known[i].name != e.tensor || !leir::is_read_only(p.known[i].role)) continue;
+      const int last = int(e.args.size()) - 1;
+      auto at_last = analysis::to_affine(e.args[last]);
+      if (!at_last || at_last->uses(col)) return;
+      for (int k = 0; k < last; ++k)
+        if (auto a = analysis::to_affine(e.args[k]); a && a->coeff_of(col) == 1)
+          step = std::make_pair(i, fmt::format("transpose:{},{}", k, last));
+    }
+  });
+  if (!step) return false;
+  auto at = [k = step->first](const Site& s) { return s.detail == std::vector<int>{k}; };
+  if (!b.step("layout_transformation", at, Params{{"layout", step->second}})) return false;
+  ++item;
+  return true;
+}
+
+// Register tiling of top-level nest `item` (see the header); false when the nest does not have
+// the shape or a step is refused (the steps taken so far stay in the chain).
+bool register_tile(ChainBuilder& b, size_t& item, int vector_bytes, int64_t rows, int64_t vectors) {
+  auto shape = tile_shape(b.program(), item, rows);
+  if (!shape) return false;
+  if (transpose_strided_input(b, item, shape->col) && !(shape = tile_shape(b.program(), item, rows))) return false;
+  const auto [col, row, col_extent, reductions] = *shape;
   // Lanes of the element type the CPU lowering stores (f16/bf16 as float).
-  const leir::DType declared = leir::build_tensor_table(p).at(s.lhs->tensor).dtype;
+  const leir::Stmt& s = b.program().body[item].nest.body[0].stmt;
+  const leir::DType declared = leir::build_tensor_table(b.program()).at(s.lhs->tensor).dtype;
   const int64_t lanes = vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(declared, false));
   // Columns that do not split into whole blocks (a 62-wide convolution output) form the block
   // whole, masked tail included, when rows x its vectors stay within the accumulator budget.
-  const int64_t col_extent = std::find_if(n.loops.begin(), n.loops.end(), [&](const leir::Loop& l) {
-                               return l.var == col;
-                             })->extent;
   const bool whole = col_extent % (lanes * vectors) != 0 && rows * ((col_extent + lanes - 1) / lanes) <= kAccumulators;
   const std::string col_in = whole ? col : split_inner(b, item, col, lanes * vectors);
   if (col_in.empty()) return false;
@@ -163,12 +215,7 @@ bool register_tile(ChainBuilder& b, size_t item, int vector_bytes, int64_t rows,
   if (!reorder_to(b, item, target)) return false;
   if (rows > 1 && !b.step("loop_unrolling", loop_site(b.program(), item, row_in))) return false;
   if (!b.step("loop_vectorization", loop_site(b.program(), item, col_in))) return false;
-  // A bound loop of extent 1 (a batch of one) runs on one core: parallelize an outer loop then.
-  const auto& loops = b.program().body[item].nest.loops;
-  bool parallel = std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) {
-    return (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) && l.extent > 1;
-  });
-  if (!parallel) b.step("loop_parallelization", nest_site(item));
+  parallelize_if_serial(b, item);
   return true;
 }
 
@@ -192,7 +239,9 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   for (auto [rows, vectors] : {std::pair<int64_t, int64_t>{8, 2}, {8, 1}, {4, 1}}) {
     ChainBuilder b(root, max_steps);
     bool tiled = false;
-    for (size_t item = 0; item < root.body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
+    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
+    // The other nests of a program of a batch of one would stay on one core.
+    for (size_t item = 0; tiled && item < b.program().body.size(); ++item) parallelize_if_serial(b, item);
     if (tiled) keep(b);
   }
   return out;

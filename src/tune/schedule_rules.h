@@ -9,7 +9,8 @@
 //    accumulation over spatial and reduction loops: split the unit-stride output loop into
 //    blocks of `cols` (whole vectors) and a second output loop into blocks of `rows`, move every
 //    reduction loop between the block loops and the blocks (transpositions, one step each), unroll
-//    the rows, vectorize the columns; and parallelize an outer loop if none is. The CPU lowering
+//    the rows, vectorize the columns; and parallelize an outer loop of every nest of the program
+//    whose loops all run on one core (a batch of one). The CPU lowering
 //    keeps such a rows x cols block of the output in registers over the reduction
 //    (backend/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
 //    micro-kernel. Three block shapes: 8 rows x 2 vectors, 8 x 1 (on the 2-core AVX-512 VM of

@@ -120,6 +120,33 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
   EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L2 L48 U8 V32 ", "B8 L4 L48 U8 V16 ", "B16 L4 L48 U4 V16 "}));
 }
 
+TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParallelizesABatchOfOne) {
+  // A batch of one (B^{1}: one core), 62 output columns: not a whole number of 16-lane vectors.
+  leir::Program root = leir::program_from_text(
+      "input A: f32[1,3,64,64]\nparam W: f32[8,3,3,3]\noutput C: f32[1,8,62,62]\n"
+      "B^{1}_{tx=0}L^{8}_{a=0}L^{62}_{c=0}L^{62}_{d=0}L^{3}_{f=0}L^{3}_{g=0}L^{3}_{h=0}"
+      "[C^{f32,g}_{tx,a,c,d}=C^{f32,g}_{tx,a,c,d}+W^{f32,g}_{a,f,g,h}*A^{f32,g}_{tx,f,c+g,d+h};];",
+      "conv.leir");
+  Machine m = this_machine(1);
+  m.vector_bytes = 64;
+  auto chains = schedule_rule_chains(root, m, 16);
+  // 8 rows x 4 vectors (62 columns, masked tail) exceed 16 accumulators: only the 4-row block.
+  ASSERT_EQ(chains.size(), 4u);
+  Trace trace;
+  for (const auto& rs : chains[3]) trace.push_back(rs.step);
+  const leir::Program& tiled = chains[3].back().program;
+  EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
+  auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 2, .seed = 5});
+  EXPECT_TRUE(rep.equivalent) << rep.error;
+  std::string kinds;
+  for (const auto& l : tiled.body[0].nest.loops) kinds += fmt::format("{}{} ", leir::to_char(l.kind), l.extent);
+  // Output channels in blocks of 4 (the outer 2 parallel), the whole 62 columns vectorized, the
+  // channel and window loops between.
+  EXPECT_EQ(kinds, "B1 P2 L62 L3 L3 L3 U4 V62 ");
+  const std::string code = backend::cpu::generate_cpu_kernel(tiled, {}).code;
+  EXPECT_NE(code.find("b_C[248];  // register block"), std::string::npos);
+}
+
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
   leir::Program root = root_program();
   FakeRunner fake(root);
