@@ -41,13 +41,12 @@ bool is_top_sum(const ExprPtr& e) {
   return e->kind == ExprKind::Binary && (e->bop == BinaryOp::Add || e->bop == BinaryOp::Sub);
 }
 
-// Whether `lhs` covers every element of its tensor: each subscript a distinct loop variable that
-// runs from 0 over the whole dimension, or the constant 0 on a size-1 dimension.
 // Whether the subscripts of `s` write every element of the tensor over `loops`: each is a
 // mixed-radix number over loops of its own that start at 0 (`v`, or a split `a*k+b` with
 // b < k, `a*32+h*16+f` ...): sorted by coefficient, the coefficients are 1, e1, e1*e2, ... for
 // the extents e1, e2, ... of their loops, which multiply to the dimension. Each such subscript
-// takes every value of its dimension exactly once, and no loop serves two dimensions.
+// takes every value of its dimension exactly once, and no loop serves two dimensions (a constant
+// subscript covers only a size-1 dimension, as 0).
 bool covers_whole(const leir::Stmt& s, const std::vector<const leir::Loop*>& loops,
                   const leir::TensorInfo& info) {
   const auto& idx = s.lhs->args;

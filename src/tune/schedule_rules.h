@@ -6,12 +6,15 @@
 //  * vector: loop_vectorization alike (every innermost independent loop vectorized);
 //  * parallel + vector;
 //  * register tiling (MetaSchedule's multi-level tiling for CPUs), per top-level nest that is one
-//    accumulation over spatial and reduction loops: split the unit-stride output loop into
-//    blocks of `cols` (whole vectors) and a second output loop into blocks of `rows`, move every
-//    reduction loop between the block loops and the blocks (transpositions, one step each), unroll
-//    the rows, vectorize the columns; and parallelize an outer loop of every nest of the program
-//    whose loops all run on one core (a batch of one). The CPU lowering
-//    keeps such a rows x cols block of the output in registers over the reduction
+//    accumulation over spatial and reduction loops: give an input read with the output column in
+//    an earlier dimension (x @ W^T) the transposed layout (layout_transformation), split the
+//    unit-stride output loop into blocks of `cols` (whole vectors; a loop that does not divide
+//    is the block's columns whole when rows x its vectors fit 16 accumulators) and the innermost
+//    other output loop that divides into blocks of `rows`, move every reduction loop between the
+//    block loops and the blocks (transpositions, one step each), unroll the rows, vectorize the
+//    columns; and parallelize an outer loop of every nest of the program whose loops all run on
+//    one core (a batch of one). The CPU lowering keeps such a rows x cols block of the output in
+//    registers over the reduction
 //    (backend/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
 //    micro-kernel. Three block shapes: 8 rows x 2 vectors, 8 x 1 (on the 2-core AVX-512 VM of
 //    docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved; MetaSchedule's best there

@@ -364,8 +364,9 @@ class Emitter : public CExprEmitter {
   // accumulates into a block of X that the loops h1..hk span and that the serial loops g1..gr
   // before them do not move keeps the block in a local array over g1..gr: loaded before g1,
   // updated in place, stored after it (a convolution's block stays put over all three reduction
-  // loops, channel and kernel window, not only the innermost). Same operations on each element in the same order, so the same bits; but
-  // GCC keeps a small local array in registers across g, where the tensor itself is stored back
+  // loops, channel and kernel window, not only the innermost). Same operations on each element
+  // in the same order, so the same bits; but GCC keeps a small local array in registers across
+  // g1..gr, where the tensor itself is stored back
   // on every iteration (a tiled GEMM's 4x16 block of D: one store per FMA). This is what
   // MetaSchedule's cache_write + reverse_compute_at spell out; here the lowering does it for every
   // nest of that shape, so the tiling, reorder and unroll steps that form the block are what
