@@ -24,6 +24,9 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   auto mode = std::make_shared<std::string>("beam");
   auto json_out = std::make_shared<bool>(false);
   auto profile = std::make_shared<std::string>("quick");
+  // A repeated option takes its last value, so a script's defaults can be overridden by the
+  // arguments it passes on (scripts/generate.sh "$@").
+  sub.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.add_option("--profile", *profile,
                  "preset of scale and realism (options given explicitly win): quick (tiny shapes, beam search), "
                  "tuned (bench shapes in f32, steptp tune per root, all cores), paper (tuned, ~6,300 roots) — "
@@ -87,6 +90,10 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
       ->capture_default_str();
   sub.add_option("--measure-min-time", o->measure_min_time, "seconds per interleaved comparison")->capture_default_str();
   sub.add_option("--measure-threads", o->measure_threads, "OpenMP threads of timed kernels")->capture_default_str();
+  sub.add_option("--min-root-ms", o->min_root_ms,
+                 "bench shapes, measured: redraw a root whose naive program runs below this on one core here "
+                 "(0 = off; the tuned profiles use 1)")
+      ->capture_default_str();
   sub.add_option("--improve-threshold", o->improve_threshold,
                  "measured speedup over the parent from which a step is labelled improving")->capture_default_str();
   sub.add_option("--measurements", o->measurements,

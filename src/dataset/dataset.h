@@ -86,6 +86,9 @@ struct GenerateOptions {
   double measure_min_time = 0.003;  // seconds per interleaved comparison (at least 5 rounds)
   int measure_threads = 1;          // OpenMP threads of timed kernels (1: --jobs workers do not fight)
   double improve_threshold = 1.05;  // measured speedup vs parent from which a step is "improving"
+  // Bench-class measured runs: every root's naive program runs at least this long on one core
+  // here (dataset/root_sizing.h); 0 = no sizing.
+  double min_root_ms = 0;
   std::string measurements;         // measurement store (SQLite); empty = OUT/measurements.sqlite
   // Testing: stop (exit without export) after this many roots were finished in this run.
   int stop_after = -1;
@@ -96,6 +99,9 @@ struct Root {
   std::string key;     // "w/<workload>", "c/<i>", "u/<i>", "e/<name>"
   std::string family;  // workload family, "composite", "user"
   leir::Program program;
+  // A built-in workload's origin, so its shapes can be drawn again (dataset/root_sizing.h).
+  const workloads::Workload* workload = nullptr;
+  uint64_t emit_seed = 0;
 };
 
 // `skipped` (optional) gets {"key", "reason"} for each workload left out because it has no

@@ -78,6 +78,7 @@ json options_json(const GenerateOptions& o) {
           {"cost", o.measured ? "measured" : "model"},
           {"measure_min_time", o.measure_min_time},
           {"measure_threads", o.measure_threads},
+          {"min_root_ms", o.min_root_ms},
           {"improve_threshold", o.improve_threshold}};
 }
 
@@ -175,7 +176,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                 {"speedup_measured", o.measured},
                 {"measurement", {{"comparisons", meas.pairs}, {"failed", meas.failed},
                                  {"dropped_records", meas.dropped_records},
-                                 {"dropped_answers", meas.dropped_answers}}},
+                                 {"dropped_answers", meas.dropped_answers},
+                                 {"trimmed_path_steps", meas.trimmed_path_steps}}},
                 {"speedup_vs_parent", quantiles(sp_parent)},
                 {"speedup_vs_root", quantiles(sp_root)},
                 {"filter_drops", drops},

@@ -24,6 +24,7 @@
 #include "dataset/filter.h"
 #include "dataset/split.h"
 #include "dataset/measurement.h"
+#include "dataset/root_sizing.h"
 #include "dataset/sharding.h"
 #include "dataset/workers.h"
 #include "strategies/sampler.h"
@@ -55,6 +56,7 @@ void validate(const GenerateOptions& o) {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   if (o.out_dir.empty()) bad("--out must not be empty");
   if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
+  if (!(o.min_root_ms >= 0) || o.min_root_ms > 1000) bad("--min-root-ms must be in [0, 1000]");
   if (o.composites < 0) bad("--composites must be >= 0");
   if (o.beam < 1 || o.beam > 64) bad("--beam must be in [1, 64]");
   if (o.depth < 1 || o.depth > 16) bad("--depth must be in [1, 16]");
@@ -90,6 +92,36 @@ std::string rank_dir(const GenerateOptions& o, int rank) {
   return (fs::path(o.out_dir) / "ranks" / fmt::format("rank-{}", rank)).string();
 }
 
+namespace {
+
+// Rank 0 sizes the roots by measurement (dataset/root_sizing.h) and every other rank takes its
+// decisions, so all ranks hold the same roots (the sharding and the checkpoint rest on that).
+std::vector<RootSizing> size_roots(std::vector<Root>& roots, const GenerateOptions& o, Cluster& cluster,
+                                   json* skipped) {
+  std::vector<RootSizing> sizing;
+  json plan = json::object();
+  if (cluster.rank() == 0) {
+    sizing = size_roots_by_measurement(roots, o, measurement_store_path(o), skipped);
+    for (size_t i = 0; i < roots.size(); ++i)
+      plan[roots[i].key] = {sizing[i].naive_ms_one_thread, sizing[i].bench_doublings};
+  }
+  if (cluster.size() == 1) return sizing;
+  plan = json::parse(cluster.all_gather(cluster.rank() == 0 ? plan.dump() : "").at(0));
+  if (cluster.rank() == 0) return sizing;
+  std::vector<Root> kept;
+  for (auto& r : roots) {
+    if (!plan.contains(r.key)) continue;  // rank 0 left it out
+    const int doublings = plan[r.key][1].get<int>();
+    if (doublings > 0) r.program = workloads::to_f32(workloads::emit(*r.workload, r.emit_seed, o.size, doublings));
+    sizing.push_back({plan[r.key][0].get<double>(), doublings});
+    kept.push_back(std::move(r));
+  }
+  roots = std::move(kept);
+  return sizing;
+}
+
+}  // namespace
+
 GenerateSummary generate(const GenerateOptions& o) {
   SingleProcess one;
   return generate(o, one);
@@ -101,10 +133,9 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   GenerateSummary sum;
   json skipped_roots = json::array();
   std::vector<Root> roots = collect_roots(o, &skipped_roots);
-  if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
-  sum.roots = int(roots.size());
-  sum.ranks = cluster.size();
   const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
+  if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
+  sum.ranks = cluster.size();
 
   // This rank's folder (the output folder itself for a single process) must be writable before
   // any work starts.
@@ -119,6 +150,9 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     f.close();
     fs::remove(probe, ec);
   }
+  const std::vector<RootSizing> sizing = size_roots(roots, o, cluster, &skipped_roots);
+  if (roots.empty()) throw std::invalid_argument("no roots left after sizing them (--min-root-ms)");
+  sum.roots = int(roots.size());
   // Checkpoints: OUT/checkpoint.sqlite (rank 0 merges into it), and each rank's own when
   // distributed, so a rank that dies keeps its finished roots.
   const std::string merged_db = (out / "checkpoint.sqlite").string(), rank_db = (work / "checkpoint.sqlite").string();
@@ -252,9 +286,14 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     sum.search_s += p["timing"]["search_s"].get<double>();
     sum.verify_s += p["timing"]["verify_s"].get<double>();
     sum.cost_s += p["timing"]["cost_s"].get<double>();
-    root_stats.push_back({{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
-                          {"cost_estimate", root_cost(roots[size_t(i)].program)},
-                          {"search", p["stats"]}, {"error", p["error"]}});
+    json rs = {{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
+               {"cost_estimate", root_cost(roots[size_t(i)].program)},
+               {"search", p["stats"]}, {"error", p["error"]}};
+    if (sizing[size_t(i)].naive_ms_one_thread > 0) {
+      rs["naive_ms_one_thread"] = sizing[size_t(i)].naive_ms_one_thread;
+      rs["bench_doublings"] = sizing[size_t(i)].bench_doublings;
+    }
+    root_stats.push_back(std::move(rs));
     if (p["stats"].value("root_inconclusive", false))
       inconclusive_roots.push_back({{"key", roots[size_t(i)].key}, {"finite_share", p["stats"]["root_finite_share"]}});
     for (auto& r : p["records"]) recs.push_back(std::move(r));

@@ -152,6 +152,44 @@ void label_enabling_steps(json& records, double threshold) {
       }
 }
 
+}  // namespace
+
+// Why (measurement.h has what): the steps after the last improving one — what is left of a rule
+// chain (parallelizing or vectorizing nests that do not matter) or a final fusion — made the
+// program no faster here, so they are not part of what the trajectory teaches.
+int trim_path_tail(json& records, std::vector<size_t>& src) {
+  int length = 0, last = 0;
+  for (const auto& r : records)
+    for (const auto& a : r["answers"])
+      if (a.contains("path")) {
+        length = a["path"]["of"].get<int>();
+        if (a["label"] == "improving") last = std::max(last, a["path"]["step"].get<int>());
+      }
+  if (length == 0 || last == length) return 0;
+  json kept = json::array();
+  std::vector<size_t> kept_src;
+  int dropped = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    json& r = records[i];
+    auto beyond = [&](const json& a) { return a.contains("path") && a["path"]["step"].get<int>() > last; };
+    if (r["kind"] == "single" && beyond(r["answers"][0])) {
+      ++dropped;
+      continue;
+    }
+    for (auto& a : r["answers"]) {
+      if (beyond(a)) a.erase("path");
+      else if (a.contains("path")) a["path"]["of"] = last;
+    }
+    kept.push_back(std::move(r));
+    kept_src.push_back(src[i]);
+  }
+  records = std::move(kept);
+  src = std::move(kept_src);
+  return dropped;
+}
+
+namespace {
+
 json stats_to_json(const backend::TimingStats& t) {
   return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
 }
@@ -278,6 +316,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   auto ok = [&](int a, int b) { return (*results[size_t(pair_index.at({a, b}))])["ok"].get<bool>(); };
   auto res_of = [&](int a, int b) -> const json& { return *results[size_t(pair_index.at({a, b}))]; };
   json out = json::array();
+  std::vector<size_t> out_src;  // out[k] came from records[out_src[k]]
   for (size_t ri = 0; ri < records.size(); ++ri) {
     json& r = records[ri];
     int root = text_index.at(r["root_program"].get<std::string>());
@@ -331,9 +370,12 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     } else {
       r["parent_speedup_vs_root"] = 1.0;
     }
-    if (kept) (*kept)[ri] = 1;
     out.push_back(std::move(r));
+    out_src.push_back(ri);
   }
+  st.trimmed_path_steps = trim_path_tail(out, out_src);
+  if (kept)
+    for (size_t ri : out_src) (*kept)[ri] = 1;
   label_enabling_steps(out, o.improve_threshold);
   return out;
 }
@@ -493,6 +535,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     sum.failed += st.failed;
     sum.dropped_records += st.dropped_records;
     sum.dropped_answers += st.dropped_answers;
+    sum.trimmed_path_steps += st.trimmed_path_steps;
     size_t j = 0;
     for (size_t k = 0; k < g.size(); ++k) {
       if (kept[k]) recs[g[k]] = std::move(out[j++]);

@@ -46,8 +46,16 @@ struct MeasureStats {
   int failed = 0;            // ... that failed (compile error, crash, timeout)
   int dropped_records = 0;   // records dropped because a comparison failed
   int dropped_answers = 0;   // answers dropped from multi-answer records
+  int trimmed_path_steps = 0;  // records of tuned path steps after its last improving one
   double compile_s = 0, measure_s = 0;  // wall time (reporting only)
 };
+
+// A tuned path ends at its last step measured improving: the records of one root (`records`,
+// after measurement) lose the single-answer records of path steps after it, multi-answer sets
+// keep those answers as plain alternatives, and kept path steps say the shorter length; a path
+// with no improving step is dropped whole. `src` (one entry per record) follows the records.
+// Returns the number of records dropped.
+int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src);
 
 // Measurement options of a generate run (documented defaults in GenerateOptions).
 backend::MeasureOptions measure_options(const GenerateOptions& o);
@@ -65,7 +73,7 @@ nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o,
 
 struct MeasureSummary {
   // Deterministic given the store (written to stats.json):
-  int pairs = 0, failed = 0, dropped_records = 0, dropped_answers = 0;
+  int pairs = 0, failed = 0, dropped_records = 0, dropped_answers = 0, trimmed_path_steps = 0;
   // Reporting only (never written to the dataset files):
   int measured = 0, reused = 0;
   double compile_s = 0, measure_s = 0;

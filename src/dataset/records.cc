@@ -372,7 +372,9 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     auto t0 = std::chrono::steady_clock::now();
     auto tuned = tune::tune(r.program, to);
     search::SearchStats st;
-    auto transitions = tuned_transitions(tuned, strategies::mix_seed(seed, 0x7e), &st);
+    // The tuner's verify seed (tune/tuner.cc: mix_seed(seed, 0x7e)): its verdicts are reused.
+    tune::MeasurementStore store(to.store_path);
+    auto transitions = tuned_transitions(tuned, strategies::mix_seed(seed, 0x7e), o.improve_threshold, &store, &st);
     st.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stats) *stats = st;
     return records_from(r, o, transitions, seed);

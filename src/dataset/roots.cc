@@ -25,9 +25,9 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
   std::sort(idx.begin(), idx.end());
   for (size_t i : idx) {
     const auto& w = ws[i];
-    Root r{"w/" + w.name, w.family, {}};
+    Root r{"w/" + w.name, w.family, {}, &w, strategies::mix_seed(o.seed, i)};
     try {
-      r.program = workloads::emit(w, strategies::mix_seed(o.seed, i), o.size);
+      r.program = workloads::emit(w, r.emit_seed, o.size);
     } catch (const std::invalid_argument& e) {
       // A workload without shapes of this class (bench: nll_loss, cross_entropy_loss, whose work
       // cannot reach the bench window) is left out and listed, not fatal.

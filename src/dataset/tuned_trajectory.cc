@@ -7,6 +7,7 @@
 #include <set>
 
 #include "leir/program_io.h"
+#include "tune/facts.h"
 #include "tune/runner.h"
 #include "tune/verification.h"
 
@@ -23,6 +24,7 @@ std::string trace_key(const tune::Trace& t, size_t n) {
 }  // namespace
 
 std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
+                                                  double improve_threshold, tune::MeasurementStore* store,
                                                   search::SearchStats* stats) {
   const tune::Trace& path = r.best_trace;
   const size_t L = path.size();
@@ -63,7 +65,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     t.cost_root = state_cost[0];
     t.cost_parent = state_cost[k];
     t.cost_result = search::model_cost(t.result);
-    t.improving = t.cost_result.value > 0 && t.cost_parent.value / t.cost_result.value >= 1.05;
+    t.improving = t.cost_result.value > 0 && t.cost_parent.value / t.cost_result.value >= improve_threshold;
     const std::string key = trace_key(path, k) + trace_key({step}, 1);
     if (auto it = predicted.find(key); it != predicted.end()) t.learned_speedup_vs_root = std::exp2(it->second);
     out.push_back(std::move(t));
@@ -95,13 +97,36 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
     add(k, trial.trace[k], std::move(a));
     if (state_speedup[k])
-      out.back().tuner_faster = tune::clears_noise(trial.cmp) && trial.cmp.speedup / *state_speedup[k] >= 1.05;
+      out.back().tuner_faster = tune::clears_noise(trial.cmp) && trial.cmp.speedup / *state_speedup[k] >= improve_threshold;
   }
-  // Verify every result against the root (one batch).
-  std::vector<const leir::Program*> results;
-  for (const auto& t : out) results.push_back(&t.result);
+  // Verify every result against the root (one batch). The tuner verified each candidate it
+  // measured with this very verifier (root, seed): those verdicts are facts in its store, so they
+  // are read back rather than recomputed (at bench shapes each is a compiled f64 build).
   tune::RootVerifier verifier(r.root, verify_seed);
-  auto verdicts = verifier.check(results);
+  std::vector<tune::Verification> verdicts(out.size());
+  std::vector<const leir::Program*> unverified;
+  std::vector<size_t> unverified_idx;
+  std::vector<nlohmann::json> stored(out.size());
+  if (store) {
+    const std::string root_text = leir::program_to_text(r.root, false);
+    std::vector<std::string> texts;
+    for (const auto& t : out) texts.push_back(leir::program_to_text(t.result, false));
+    std::vector<tune::Subject> subjects;
+    for (size_t i = 0; i < out.size(); ++i) subjects.push_back({&out[i].result, &texts[i]});
+    stored = tune::stored_verdicts(*store, verifier, root_text, subjects, verify_seed);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (stored[i].contains("report")) {
+      verdicts[i].report = verify::report_from_json(stored[i]["report"].dump());
+      verdicts[i].report.error = stored[i].value("error", std::string());
+      verdicts[i].verified = stored[i]["equivalent"].get<bool>();
+    } else {
+      unverified.push_back(&out[i].result);
+      unverified_idx.push_back(i);
+    }
+  }
+  auto checked = verifier.check(unverified);
+  for (size_t k = 0; k < unverified_idx.size(); ++k) verdicts[unverified_idx[k]] = std::move(checked[k]);
   std::vector<search::Transition> verified;
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].report = std::move(verdicts[i].report);

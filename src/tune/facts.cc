@@ -88,7 +88,7 @@ std::vector<json> stored_verdicts(MeasurementStore& store, RootVerifier& verifie
   for (size_t k = 0; k < vs.size(); ++k)
     entries.push_back({keys[which[k]],
                        {{"equivalent", vs[k].verified}, {"verdict", std::string(verify::to_string(vs[k].report.verdict))},
-                        {"error", vs[k].report.error}}});
+                        {"error", vs[k].report.error}, {"report", json::parse(verify::to_json(vs[k].report))}}});
   store.put_all(entries);
   for (size_t i : which) out[i] = *store.get(keys[i]);
   return out;

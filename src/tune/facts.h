@@ -45,7 +45,8 @@ class Comparer {
 };
 
 // Verdicts of `verifier` (rooted at the program whose text is `root_text`) on the candidates:
-// {"equivalent": bool, "verdict": "exact"|"reassoc"|"failed"|"inconclusive", "error"}.
+// {"equivalent": bool, "verdict": "exact"|"reassoc"|"failed"|"inconclusive", "error", "report":
+// verify::to_json of the whole report} (stores written before "report" existed lack it).
 std::vector<nlohmann::json> stored_verdicts(MeasurementStore& store, RootVerifier& verifier,
                                             const std::string& root_text, const std::vector<Subject>& candidates,
                                             uint64_t seed);

@@ -13,6 +13,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
 #include "strategies/strategy.h"
+#include "workloads/bench_size.h"
 
 namespace steptp::tune {
 namespace {
@@ -61,7 +62,37 @@ class ChainBuilder {
   RuleChain chain_;
 };
 
-bool any_site(const Site&) { return true; }
+// The top-level items that carry the program's work: the heaviest ones (by statement instances)
+// until they hold kWorkShare of it. Parallelizing or vectorizing a nest outside them (a bias
+// add beside a GEMM, a small reduction) cannot change the program's time measurably, and each
+// such step would be one more trajectory step that teaches nothing.
+constexpr double kWorkShare = 0.9;
+
+std::vector<char> heavy_items(const leir::Program& p) {
+  std::vector<std::pair<int64_t, size_t>> work;
+  int64_t total = 0;
+  for (size_t i = 0; i < p.body.size(); ++i) {
+    const int64_t n = workloads::statement_instances(p.body[i]);
+    work.push_back({n, i});
+    total += n;
+  }
+  std::stable_sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<char> heavy(p.body.size(), 0);
+  int64_t covered = 0;
+  for (const auto& [n, i] : work) {
+    if (covered >= kWorkShare * double(total)) break;
+    heavy[i] = 1;
+    covered += n;
+  }
+  return heavy;
+}
+
+// Any site inside one of the heavy items of `p` (a site's path starts with its top-level item).
+std::function<bool(const Site&)> heavy_site(const leir::Program& p) {
+  return [heavy = heavy_items(p)](const Site& s) {
+    return !s.path.empty() && s.path[0] >= 0 && size_t(s.path[0]) < heavy.size() && heavy[size_t(s.path[0])];
+  };
+}
 
 // Vector registers a register block may keep its accumulators in (half of AVX-512's 32; the
 // 8 x 2 block uses all 16).
@@ -232,7 +263,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   for (const auto& names : annotations) {
     ChainBuilder b(root, max_steps);
     for (std::string_view name : names)
-      while (b.step(name, any_site)) {
+      while (b.step(name, heavy_site(b.program()))) {
       }
     keep(b);
   }
@@ -241,7 +272,9 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
     bool tiled = false;
     for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
     // The other nests of a program of a batch of one would stay on one core.
-    for (size_t item = 0; tiled && item < b.program().body.size(); ++item) parallelize_if_serial(b, item);
+    const auto heavy = heavy_items(b.program());
+    for (size_t item = 0; tiled && item < b.program().body.size(); ++item)
+      if (heavy[item]) parallelize_if_serial(b, item);
     if (tiled) keep(b);
   }
   return out;

@@ -14,7 +14,13 @@ constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfil
 
 RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(root)), seed_(seed) {
   method_ = workloads::statement_instances(root_) <= kInterpreterInstances ? "interpreter" : "compiled-f64";
-  if (method_ == "interpreter") return;
+}
+
+void RootVerifier::run_root() {
+  // Deferred to the first compiled check: a verifier whose verdicts are all stored facts
+  // (tune/facts.h) never builds the root.
+  if (root_ran_) return;
+  root_ran_ = true;
   for (int t = 0; t < kCompiledTrials; ++t)
     inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), kProfiles[t]));
   std::vector<std::string> errors;
@@ -58,6 +64,7 @@ std::vector<Verification> RootVerifier::check(const std::vector<const leir::Prog
   std::vector<Verification> v(candidates.size());
   std::vector<const leir::Program*> to_run;
   std::vector<size_t> which;
+  if (method_ != "interpreter" && !candidates.empty()) run_root();
   for (size_t i = 0; i < candidates.size(); ++i) {
     v[i].method = method_;
     if (method_ == "interpreter") {

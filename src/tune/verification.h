@@ -54,8 +54,11 @@ class RootVerifier {
   std::vector<std::optional<std::vector<leir::TensorMap>>> run_f64(const std::vector<const leir::Program*>& ps,
                                                                    std::vector<std::string>* errors) const;
 
+  void run_root();  // the root's f64 outputs (or its error), once
+
   leir::Program root_;
   uint64_t seed_;
+  bool root_ran_ = false;
   std::string method_;
   std::vector<leir::TensorMap> inputs_;
   std::optional<std::vector<leir::TensorMap>> root_outputs_;

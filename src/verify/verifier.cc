@@ -302,6 +302,14 @@ nlohmann::ordered_json number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
+
+double from_number(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  const std::string t = v.get<std::string>();
+  if (t == "nan") return std::nan("");
+  if (t == "inf" || t == "-inf") return t == "inf" ? INFINITY : -INFINITY;
+  throw std::invalid_argument("verification report: not a number: " + t);
+}
 }  // namespace
 
 std::string to_json(const VerifyReport& r) {
@@ -319,6 +327,30 @@ std::string to_json(const VerifyReport& r) {
     j["worst"] = nullptr;
   }
   return j.dump();
+}
+
+VerifyReport report_from_json(const std::string& text) {
+  VerifyReport r;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    r.equivalent = j.at("equivalent").get<bool>();
+    const std::string cls = j.at("class").get<std::string>();
+    bool known = false;
+    for (Verdict v : {Verdict::Exact, Verdict::Reassoc, Verdict::Failed, Verdict::Inconclusive})
+      if (to_string(v) == cls) r.verdict = v, known = true;
+    if (!known) throw std::invalid_argument("unknown class " + cls);
+    r.trials = j.at("trials").get<int>();
+    r.evidential = j.at("evidential").get<int>();
+    r.finite_share = from_number(j.at("finite_share"));
+    if (const auto& w = j.at("worst"); !w.is_null())
+      r.worst = Worst{w.at("tensor").get<std::string>(), w.at("index").get<std::vector<int64_t>>(),
+                      from_number(w.at("a")),           from_number(w.at("b")),
+                      from_number(w.at("abs_err")),     from_number(w.at("rel_err")),
+                      w.at("trial").get<int>(),         w.at("seed").get<uint64_t>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("verification report: ") + e.what());
+  }
+  return r;
 }
 
 }  // namespace steptp::verify

@@ -34,7 +34,14 @@ int64_t instances(const std::vector<leir::Item>& body, int64_t outer) {
 
 int64_t statement_instances(const leir::Program& p) { return instances(p.body, 1); }
 
-HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng) {
+int64_t statement_instances(const leir::Item& item) { return instances({item}, 1); }
+
+BenchWindow bench_window(int doublings) {
+  doublings = std::clamp(doublings, 0, 16);
+  return {kBenchMinInstances << doublings, kBenchMaxInstances << doublings};
+}
+
+HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng, const BenchWindow& window) {
   // See bench_size.h. The instance count increases with s, so bisection finds the window.
   HyperValues base;
   std::vector<const HyperParam*> sizes;
@@ -71,22 +78,22 @@ HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng) {
     double mid = 0.5 * (lo + hi);
     hv = at(mid);
     int64_t n = work(hv);
-    if (n < kBenchMinInstances) lo = mid;
-    else if (n > kBenchMaxInstances) hi = mid;
+    if (n < window.min_instances) lo = mid;
+    else if (n > window.max_instances) hi = mid;
     else break;
   }
   return hv;
 }
 
-std::string bench_window_miss(const leir::Program& p) {
+std::string bench_window_miss(const leir::Program& p, const BenchWindow& window) {
   int64_t elements = 0;
   for (const auto& d : p.known) elements = std::min(kBenchMaxElements + 1, elements + d.numel());
   if (elements > kBenchMaxElements)
     return fmt::format("tensors hold more than {} elements", kBenchMaxElements);
   int64_t n = statement_instances(p);
-  if (n < kBenchMinInstances || n > kBenchMaxInstances)
-    return fmt::format("{} statement instances, outside the bench window [{}, {}]", n, kBenchMinInstances,
-                       kBenchMaxInstances);
+  if (n < window.min_instances || n > window.max_instances)
+    return fmt::format("{} statement instances, outside the bench window [{}, {}]", n, window.min_instances,
+                       window.max_instances);
   return {};
 }
 

@@ -35,9 +35,18 @@ inline constexpr int64_t kBenchMaxElements = int64_t{24} << 20;  // all known te
 
 // Statement instances the program executes (every statement times its enclosing extents).
 int64_t statement_instances(const leir::Program& p);
+// ... and those of one top-level item.
+int64_t statement_instances(const leir::Item& item);
+// The window of statement instances, moved up by `doublings` factors of two: a root whose
+// naive program measures below the bench regime on this machine (it vectorizes well, so an
+// instance costs far less than 1 ns) is drawn again with more work (dataset/root_sizing.h).
+struct BenchWindow {
+  int64_t min_instances = kBenchMinInstances, max_instances = kBenchMaxInstances;
+};
+BenchWindow bench_window(int doublings = 0);
 // One draw of hyper-parameters for the bench class (constraints not yet checked).
-HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng);
+HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng, const BenchWindow& window = {});
 // Empty when the program's estimated work and size fit the bench window, else why not.
-std::string bench_window_miss(const leir::Program& p);
+std::string bench_window_miss(const leir::Program& p, const BenchWindow& window = {});
 
 }  // namespace steptp::workloads

@@ -93,7 +93,9 @@ std::string check_hyper(const Workload& w, const HyperValues& hv) {
   return {};
 }
 
-HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const HyperValues& fixed) {
+HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const HyperValues& fixed,
+                         int bench_doublings) {
+  const BenchWindow window = bench_window(bench_doublings);
   for (const auto& [name, value] : fixed) {
     auto it = std::find_if(w.params.begin(), w.params.end(),
                            [&](const HyperParam& p) { return p.name == name; });
@@ -110,7 +112,7 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
   for (int attempt = 0; attempt < tries; ++attempt) {
     HyperValues hv;
     if (size == SizeClass::Bench) {
-      hv = draw_bench_hyper(w, rng);
+      hv = draw_bench_hyper(w, rng, window);
     } else if (w.sample) {
       hv = w.sample(size, rng);
     } else {
@@ -121,7 +123,7 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
     }
     for (const auto& [name, value] : fixed) hv[name] = value;
     last_error = check_hyper(w, hv);
-    if (last_error.empty() && size == SizeClass::Bench) last_error = bench_window_miss(w.build(hv));
+    if (last_error.empty() && size == SizeClass::Bench) last_error = bench_window_miss(w.build(hv), window);
     if (last_error.empty()) return hv;
   }
   throw std::invalid_argument(fmt::format("{}: no {} hyper-parameters satisfy the constraints ({})",
@@ -136,8 +138,8 @@ leir::Program emit(const Workload& w, const HyperValues& hv) {
   return p;
 }
 
-leir::Program emit(const Workload& w, uint64_t seed, SizeClass size) {
-  return emit(w, sample_hyper(w, seed, size));
+leir::Program emit(const Workload& w, uint64_t seed, SizeClass size, int bench_doublings) {
+  return emit(w, sample_hyper(w, seed, size, {}, bench_doublings));
 }
 
 namespace {

@@ -74,15 +74,16 @@ const Workload* find_workload(std::string_view name);
 // Hyper-parameter values for a size class: `fixed` values are kept, the others drawn from `seed`
 // until every range and constraint holds. Throws std::invalid_argument naming the parameter or
 // constraint when `fixed` is out of range or the constraints cannot be met.
+// `bench_doublings` (bench class only) moves the work window up by that many factors of two.
 HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size,
-                         const HyperValues& fixed = {});
+                         const HyperValues& fixed = {}, int bench_doublings = 0);
 // Checks ranges and constraints; returns an empty string when valid, else what is violated.
 std::string check_hyper(const Workload& w, const HyperValues& hv);
 
 // Builds with explicit values (validated; throws std::invalid_argument). Program name = w.name.
 leir::Program emit(const Workload& w, const HyperValues& hv);
 // Convenience: sample + build with a seed. Same (name, seed, size) ⇒ byte-identical program.
-leir::Program emit(const Workload& w, uint64_t seed, SizeClass size);
+leir::Program emit(const Workload& w, uint64_t seed, SizeClass size, int bench_doublings = 0);
 
 // Float64 → float32 variant of a program (every f64 declaration and annotation becomes f32).
 leir::Program to_f32(const leir::Program& p);

@@ -17,6 +17,9 @@
 #include "dataset/dataset_test_util.h"
 #include "dataset/tuned_trajectory.h"
 #include "leir/program_io.h"
+#include "verify/verifier.h"
+#include "strategies/sampler.h"
+#include "tune/database.h"
 #include "tune/fake_runner.h"
 #include "tune/tuner.h"
 
@@ -52,7 +55,24 @@ TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
   ASSERT_GE(r.best_trace.size(), 2u);
 
   search::SearchStats st;
-  const auto ts = tuned_transitions(r, 9, &st);
+  const auto ts = tuned_transitions(r, 9, 1.05, nullptr, &st);
+  {
+    // With the tuner's store and its verify seed, the verdicts it stored are read back, and they
+    // are the verdicts a fresh verifier reaches.
+    tune::MeasurementStore store(to.store_path);
+    const uint64_t tuner_seed = strategies::mix_seed(to.seed, 0x7e);
+    const auto fresh = tuned_transitions(r, tuner_seed, 1.05, nullptr);
+    const int64_t facts = store.size();
+    const auto reused = tuned_transitions(r, tuner_seed, 1.05, &store);
+    ASSERT_EQ(reused.size(), fresh.size());
+    for (size_t i = 0; i < fresh.size(); ++i)
+      EXPECT_EQ(verify::to_json(reused[i].report), verify::to_json(fresh[i].report)) << i;
+    // Only the results the tuner never measured (none or a few) needed new verdicts.
+    EXPECT_LE(store.size() - facts, int64_t(fresh.size()));
+    const int64_t after = store.size();
+    EXPECT_EQ(tuned_transitions(r, tuner_seed, 1.05, &store).size(), fresh.size());
+    EXPECT_EQ(store.size(), after);  // every verdict is a fact now
+  }
   const size_t L = r.best_trace.size();
   ASSERT_GT(ts.size(), L);
   EXPECT_EQ(st.verified, int(ts.size()));
@@ -164,6 +184,8 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   for (const auto& [key, by_step] : path) {
     const int L = by_step.begin()->second["answers"][0]["path"]["of"];
     ASSERT_EQ(int(by_step.size()), L) << key << ": a path is exported whole";
+    // ... up to its last step measured improving (measurement.h, trim_path_tail).
+    EXPECT_EQ(by_step.at(L)["answers"][0]["label"], "improving") << key;
     for (int k = 1; k <= L; ++k) {
       const json& rec = by_step.at(k);
       EXPECT_EQ(rec["depth"], k);
@@ -176,6 +198,7 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   EXPECT_EQ(m["options"]["trajectories"], "tune");
   auto stats = json::parse(slurp(dir / "a" / "stats.json"));
   EXPECT_TRUE(stats["improving_share"].contains("enabling"));
+  EXPECT_TRUE(stats["measurement"].contains("trimmed_path_steps"));
 
   auto o2 = tuned_options(dir / "b", dir / "store.sqlite");
   o2.jobs = 2;

@@ -119,3 +119,26 @@ TEST(Evidence, CallerGivenInDomainInputsAreEvidence) {
   EXPECT_EQ(same.evidential, 1);
   EXPECT_DOUBLE_EQ(same.finite_share, 1.0);
 }
+
+// A report stored as JSON (the tuner's verdict facts, tune/facts.h) reads back to the same
+// report: a failed one with its worst element, an exact one without, and an inconclusive one
+// whose finite share is zero; malformed objects are clear errors.
+TEST(ReportJson, RoundTripsAndRejectsMalformedObjects) {
+  auto right = producers_into_bmm("log", 16);
+  auto wrong = producers_into_bmm("log", 15);
+  auto ordinary = interp::generate_inputs(right, 0, interp::InputProfile::Ordinary);
+  for (const auto& r : {verify::verify(right, wrong), verify::verify(right, right),
+                        verify::verify(right, wrong, std::vector<leir::TensorMap>{ordinary})}) {
+    const std::string j = verify::to_json(r);
+    const auto back = verify::report_from_json(j);
+    EXPECT_EQ(verify::to_json(back), j);
+    EXPECT_EQ(back.equivalent, r.equivalent);
+    EXPECT_EQ(back.verdict, r.verdict);
+    EXPECT_EQ(back.worst.has_value(), r.worst.has_value());
+  }
+  EXPECT_THROW(verify::report_from_json("{}"), std::invalid_argument);
+  EXPECT_THROW(verify::report_from_json(R"({"equivalent":true,"class":"maybe","trials":1,"evidential":1,)"
+                                        R"("finite_share":1,"worst":null})"),
+               std::invalid_argument);
+  EXPECT_THROW(verify::report_from_json("not json"), std::invalid_argument);
+}

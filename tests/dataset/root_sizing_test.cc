@@ -1,0 +1,139 @@
+// The measured bench regime of dataset v2: roots sized by their naive one-core time
+// (dataset/root_sizing.h), and tuned paths that end at their last measured improvement
+// (dataset/measurement.h, trim_path_tail).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dataset/dataset.h"
+#include "dataset/dataset_test_util.h"
+#include "dataset/measurement.h"
+#include "dataset/root_sizing.h"
+#include "leir/program_io.h"
+#include "workloads/bench_size.h"
+#include "workloads/workload.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::dataset {
+namespace {
+
+Root bench_root(const char* name, uint64_t seed) {
+  const workloads::Workload* w = workloads::find_workload(name);
+  EXPECT_NE(w, nullptr) << name;
+  Root r{std::string("w/") + name, w->family, {}, w, seed};
+  r.program = workloads::to_f32(workloads::emit(*w, seed, workloads::SizeClass::Bench));
+  return r;
+}
+
+GenerateOptions sizing_options(double min_ms) {
+  GenerateOptions o;
+  o.size = workloads::SizeClass::Bench;
+  o.measured = true;
+  o.min_root_ms = min_ms;
+  return o;
+}
+
+std::string text(const leir::Program& p) { return leir::program_to_text(p, false); }
+
+// A root below the floor is drawn again with more work until its measured naive time reaches the
+// floor; the store makes a rerun size identically; a root whose shapes cannot be drawn again
+// (a composite) is left out and listed with its time, never kept below the floor.
+TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
+  const fs::path dir = testing::tmpdir("root_sizing_test", "sizing");
+  fs::create_directories(dir);
+  const std::string store = (dir / "m.sqlite").string();
+  // This machine's naive time of the bench draw (a floor it already clears: kept as drawn).
+  std::vector<Root> roots{bench_root("matmul_small_k", 5)};
+  const std::string drawn = text(roots[0].program);
+  json skipped = json::array();
+  auto base = size_roots_by_measurement(roots, sizing_options(1e-6), store, &skipped);
+  ASSERT_EQ(roots.size(), 1u);
+  ASSERT_GT(base[0].naive_ms_one_thread, 0);
+  EXPECT_EQ(base[0].bench_doublings, 0);
+  EXPECT_EQ(text(roots[0].program), drawn);
+
+  // A floor three times above it: at least two doublings of work, measured above the floor.
+  const double floor_ms = 3 * base[0].naive_ms_one_thread;
+  auto sized = size_roots_by_measurement(roots, sizing_options(floor_ms), store, &skipped);
+  ASSERT_EQ(roots.size(), 1u) << skipped.dump();
+  EXPECT_GE(sized[0].bench_doublings, 2);
+  EXPECT_GE(sized[0].naive_ms_one_thread, floor_ms);
+  EXPECT_NE(text(roots[0].program), drawn);
+  EXPECT_GT(workloads::statement_instances(roots[0].program),
+            workloads::statement_instances(leir::program_from_text(drawn)));
+  const std::string grown = text(roots[0].program);
+
+  // A rerun from the same draw with the same store: the same decisions, no new measurement.
+  std::vector<Root> again{bench_root("matmul_small_k", 5)};
+  auto resized = size_roots_by_measurement(again, sizing_options(floor_ms), store, &skipped);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(text(again[0].program), grown);
+  EXPECT_EQ(resized[0].bench_doublings, sized[0].bench_doublings);
+  EXPECT_EQ(resized[0].naive_ms_one_thread, sized[0].naive_ms_one_thread);
+
+  // Not a workload (a composite): cannot be drawn again, so it is left out with its reason.
+  std::vector<Root> composite{bench_root("matmul_small_k", 5)};
+  composite[0].key = "c/0";
+  composite[0].workload = nullptr;
+  skipped = json::array();
+  size_roots_by_measurement(composite, sizing_options(floor_ms), store, &skipped);
+  EXPECT_TRUE(composite.empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0]["key"], "c/0");
+  EXPECT_NE(skipped[0]["reason"].get<std::string>().find("below --min-root-ms"), std::string::npos);
+
+  // Off (0), unmeasured or not the bench class: nothing is timed or changed.
+  std::vector<Root> untouched{bench_root("matmul_small_k", 5)};
+  auto off = sizing_options(0);
+  EXPECT_EQ(size_roots_by_measurement(untouched, off, store, nullptr)[0].naive_ms_one_thread, 0);
+  off = sizing_options(floor_ms);
+  off.measured = false;
+  EXPECT_EQ(size_roots_by_measurement(untouched, off, store, nullptr)[0].naive_ms_one_thread, 0);
+  EXPECT_EQ(text(untouched[0].program), drawn);
+  fs::remove_all(dir.parent_path());
+}
+
+json path_answer(int step, int of, const char* label) {
+  return {{"label", label}, {"path", {{"step", step}, {"of", of}}}};
+}
+
+json single(json answer) { return {{"kind", "single"}, {"answers", json::array({std::move(answer)})}}; }
+
+TEST(TrimPathTail, APathEndsAtItsLastImprovingStep) {
+  // Path 1..4: non, improving, non, non; an alternative; a multi-answer set holding step 4.
+  json records = json::array({single(path_answer(1, 4, "non_improving")), single(path_answer(2, 4, "improving")),
+                              single(path_answer(3, 4, "non_improving")), single(path_answer(4, 4, "non_improving")),
+                              single({{"label", "non_improving"}}),
+                              {{"kind", "multi"},
+                               {"answers", json::array({path_answer(4, 4, "non_improving"), json{{"label", "improving"}}})}}});
+  std::vector<size_t> src{10, 11, 12, 13, 14, 15};
+  EXPECT_EQ(trim_path_tail(records, src), 2);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(src, (std::vector<size_t>{10, 11, 14, 15}));
+  EXPECT_EQ(records[0]["answers"][0]["path"], (json{{"step", 1}, {"of", 2}}));
+  EXPECT_EQ(records[1]["answers"][0]["path"], (json{{"step", 2}, {"of", 2}}));
+  EXPECT_FALSE(records[3]["answers"][0].contains("path"));  // kept as a plain alternative
+
+  // A path that already ends improving is left alone.
+  json whole = json::array({single(path_answer(1, 2, "non_improving")), single(path_answer(2, 2, "improving"))});
+  std::vector<size_t> ws{0, 1};
+  EXPECT_EQ(trim_path_tail(whole, ws), 0);
+  EXPECT_EQ(whole.size(), 2u);
+
+  // No improving step at all: the path goes, its alternatives stay.
+  json none = json::array({single(path_answer(1, 2, "non_improving")), single(path_answer(2, 2, "non_improving")),
+                           single({{"label", "improving"}})});
+  std::vector<size_t> ns{0, 1, 2};
+  EXPECT_EQ(trim_path_tail(none, ns), 2);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(ns, (std::vector<size_t>{2}));
+}
+
+}  // namespace
+}  // namespace steptp::dataset
