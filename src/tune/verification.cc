@@ -1,5 +1,9 @@
 #include "tune/verification.h"
 
+#include <algorithm>
+#include <string>
+
+#include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
 #include "interp/inputs.h"
@@ -10,6 +14,19 @@ namespace steptp::tune {
 namespace {
 constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfile::Ordinary,
                                                              interp::InputProfile::ScaledUp};
+
+// The f64 builds run twice each and are never timed, so they are compiled at -O1: a third of
+// the -O3 compile time (most of a tuner trial's cost at bench shapes). Both sides of a
+// comparison (root and candidate) are built alike, and without -ffast-math either level keeps
+// IEEE semantics, so the verdict does not depend on the level.
+backend::cpu::KernelCompiler& f64_compiler() {
+  static backend::cpu::KernelCompiler c([] {
+    backend::cpu::CompilerOptions o;
+    std::replace(o.flags.begin(), o.flags.end(), std::string("-O3"), std::string("-O1"));
+    return o;
+  }());
+  return c;
+}
 }  // namespace
 
 RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(root)), seed_(seed) {
@@ -36,7 +53,7 @@ std::vector<std::optional<std::vector<leir::TensorMap>>> RootVerifier::run_f64(
   for (const auto* p : ps) programs.push_back(*p);
   // Compiling and running the f64 builds is CPU work beside others' measurements (timing_lock.h).
   CpuWorkLock cpu_work(CpuWorkLock::Mode::Shared);
-  auto built = backend::cpu::build_cpu_programs(programs, o);
+  auto built = backend::cpu::build_cpu_programs(programs, o, &f64_compiler());
   std::vector<std::optional<std::vector<leir::TensorMap>>> out(ps.size());
   errors->assign(ps.size(), "");
   backend::cpu::SandboxLimits limits;
