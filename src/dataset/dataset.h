@@ -107,6 +107,11 @@ struct Root {
 // `skipped` (optional) gets {"key", "reason"} for each workload left out because it has no
 // shapes of the size class (bench only; any other failure throws).
 std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skipped = nullptr);
+// The program of a built-in workload root (`r.workload`, `r.emit_seed`) at `size`, its bench work
+// window moved up by `bench_doublings` (dataset/root_sizing.h); bench shapes are measured in f32,
+// as KernelBench and the tuner's benchmarks are. Throws std::invalid_argument when the workload
+// has no such shapes.
+leir::Program emit_root_program(const Root& r, workloads::SizeClass size, int bench_doublings = 0);
 
 struct GenerateSummary {
   bool complete = false;  // false when stopped by stop_after

@@ -112,7 +112,7 @@ std::vector<RootSizing> size_roots(std::vector<Root>& roots, const GenerateOptio
   for (auto& r : roots) {
     if (!plan.contains(r.key)) continue;  // rank 0 left it out
     const int doublings = plan[r.key][1].get<int>();
-    if (doublings > 0) r.program = workloads::to_f32(workloads::emit(*r.workload, r.emit_seed, o.size, doublings));
+    if (doublings > 0) r.program = emit_root_program(r, o.size, doublings);
     sizing.push_back({plan[r.key][0].get<double>(), doublings});
     kept.push_back(std::move(r));
   }

@@ -106,7 +106,7 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
         continue;
       }
       try {
-        r.program = workloads::to_f32(workloads::emit(*r.workload, r.emit_seed, o.size, doublings));
+        r.program = emit_root_program(r, o.size, doublings);
         sizing[i].bench_doublings = doublings;
       } catch (const std::invalid_argument& e) {  // its ranges end before the larger window
         reason[i] += fmt::format("; no shapes {} doublings up ({})", doublings, e.what());

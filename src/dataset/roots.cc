@@ -16,6 +16,11 @@ namespace fs = std::filesystem;
 
 namespace steptp::dataset {
 
+leir::Program emit_root_program(const Root& r, workloads::SizeClass size, int bench_doublings) {
+  leir::Program p = workloads::emit(*r.workload, r.emit_seed, size, bench_doublings);
+  return size == workloads::SizeClass::Bench ? workloads::to_f32(p) : p;
+}
+
 std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skipped) {
   std::vector<Root> roots;
   const auto& ws = workloads::all_workloads();
@@ -27,7 +32,7 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
     const auto& w = ws[i];
     Root r{"w/" + w.name, w.family, {}, &w, strategies::mix_seed(o.seed, i)};
     try {
-      r.program = workloads::emit(w, r.emit_seed, o.size);
+      r.program = emit_root_program(r, o.size);
     } catch (const std::invalid_argument& e) {
       // A workload without shapes of this class (bench: nll_loss, cross_entropy_loss, whose work
       // cannot reach the bench window) is left out and listed, not fatal.
@@ -35,8 +40,6 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
       if (skipped) skipped->push_back({{"key", r.key}, {"reason", e.what()}});
       continue;
     }
-    // Bench shapes are measured in f32, as KernelBench and the tuner's benchmarks are.
-    if (o.size == workloads::SizeClass::Bench) r.program = workloads::to_f32(r.program);
     roots.push_back(std::move(r));
   }
   if (o.composites > 0) {

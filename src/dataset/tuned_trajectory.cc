@@ -103,30 +103,18 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   // measured with this very verifier (root, seed): those verdicts are facts in its store, so they
   // are read back rather than recomputed (at bench shapes each is a compiled f64 build).
   tune::RootVerifier verifier(r.root, verify_seed);
-  std::vector<tune::Verification> verdicts(out.size());
-  std::vector<const leir::Program*> unverified;
-  std::vector<size_t> unverified_idx;
-  std::vector<nlohmann::json> stored(out.size());
+  std::vector<tune::Verification> verdicts;
   if (store) {
-    const std::string root_text = leir::program_to_text(r.root, false);
     std::vector<std::string> texts;
     for (const auto& t : out) texts.push_back(leir::program_to_text(t.result, false));
     std::vector<tune::Subject> subjects;
     for (size_t i = 0; i < out.size(); ++i) subjects.push_back({&out[i].result, &texts[i]});
-    stored = tune::stored_verdicts(*store, verifier, root_text, subjects, verify_seed);
+    verdicts = tune::stored_verifications(*store, verifier, leir::program_to_text(r.root, false), subjects, verify_seed);
+  } else {
+    std::vector<const leir::Program*> results;
+    for (const auto& t : out) results.push_back(&t.result);
+    verdicts = verifier.check(results);
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (stored[i].contains("report")) {
-      verdicts[i].report = verify::report_from_json(stored[i]["report"].dump());
-      verdicts[i].report.error = stored[i].value("error", std::string());
-      verdicts[i].verified = stored[i]["equivalent"].get<bool>();
-    } else {
-      unverified.push_back(&out[i].result);
-      unverified_idx.push_back(i);
-    }
-  }
-  auto checked = verifier.check(unverified);
-  for (size_t k = 0; k < unverified_idx.size(); ++k) verdicts[unverified_idx[k]] = std::move(checked[k]);
   std::vector<search::Transition> verified;
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].report = std::move(verdicts[i].report);

@@ -94,4 +94,27 @@ std::vector<json> stored_verdicts(MeasurementStore& store, RootVerifier& verifie
   return out;
 }
 
+std::vector<Verification> stored_verifications(MeasurementStore& store, RootVerifier& verifier,
+                                               const std::string& root_text, const std::vector<Subject>& cands,
+                                               uint64_t seed) {
+  const auto stored = stored_verdicts(store, verifier, root_text, cands, seed);
+  std::vector<Verification> out(cands.size());
+  std::vector<const leir::Program*> again;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!stored[i].contains("report")) {
+      again.push_back(cands[i].program);
+      which.push_back(i);
+      continue;
+    }
+    out[i].method = verifier.method();
+    out[i].report = verify::report_from_json(stored[i]["report"].dump());
+    out[i].report.error = stored[i].value("error", std::string());
+    out[i].verified = stored[i]["equivalent"].get<bool>();
+  }
+  auto checked = verifier.check(again);
+  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(checked[k]);
+  return out;
+}
+
 }  // namespace steptp::tune

@@ -50,5 +50,10 @@ class Comparer {
 std::vector<nlohmann::json> stored_verdicts(MeasurementStore& store, RootVerifier& verifier,
                                             const std::string& root_text, const std::vector<Subject>& candidates,
                                             uint64_t seed);
+// The same verdicts as whole verifications (the stored reports read back; a verdict stored
+// before reports were kept is verified again), for callers that record the report.
+std::vector<Verification> stored_verifications(MeasurementStore& store, RootVerifier& verifier,
+                                               const std::string& root_text, const std::vector<Subject>& candidates,
+                                               uint64_t seed);
 
 }  // namespace steptp::tune

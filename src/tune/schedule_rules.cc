@@ -262,8 +262,10 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       {"loop_parallelization"}, {"loop_vectorization"}, {"loop_parallelization", "loop_vectorization"}};
   for (const auto& names : annotations) {
     ChainBuilder b(root, max_steps);
+    // Annotating loops adds or removes no top-level item, so the heavy items stay those of the root.
+    const auto at = heavy_site(root);
     for (std::string_view name : names)
-      while (b.step(name, heavy_site(b.program()))) {
+      while (b.step(name, at)) {
       }
     keep(b);
   }

@@ -15,16 +15,19 @@ int64_t mul_sat(int64_t a, int64_t b) {
   return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
+int64_t instances(const std::vector<leir::Item>& body, int64_t outer);
+
+int64_t instances(const leir::Item& it, int64_t outer) {
+  if (it.is_stmt()) return outer;
+  int64_t e = outer;
+  for (const auto& l : it.nest.loops) e = mul_sat(e, std::max<int64_t>(l.extent, 0));
+  return instances(it.nest.body, e);
+}
+
 int64_t instances(const std::vector<leir::Item>& body, int64_t outer) {
   int64_t n = 0;
   for (const auto& it : body) {
-    if (it.is_stmt()) {
-      n = std::min(INT64_MAX - outer, n) + outer;
-      continue;
-    }
-    int64_t e = outer;
-    for (const auto& l : it.nest.loops) e = mul_sat(e, std::max<int64_t>(l.extent, 0));
-    int64_t inner = instances(it.nest.body, e);
+    const int64_t inner = instances(it, outer);
     n = inner > INT64_MAX - n ? INT64_MAX : n + inner;
   }
   return n;
@@ -34,7 +37,7 @@ int64_t instances(const std::vector<leir::Item>& body, int64_t outer) {
 
 int64_t statement_instances(const leir::Program& p) { return instances(p.body, 1); }
 
-int64_t statement_instances(const leir::Item& item) { return instances({item}, 1); }
+int64_t statement_instances(const leir::Item& item) { return instances(item, 1); }
 
 BenchWindow bench_window(int doublings) {
   doublings = std::clamp(doublings, 0, 16);
