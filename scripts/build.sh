@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds steptp into build/ (Release-like, with ccache when present): every target,
+# Configures and builds steptp into build/ (Release: -O2, no debug info; BUILD_TYPE=RelWithDebInfo
+# for a debuggable build; with ccache when present): every target,
 # or only those named as arguments (e.g. `scripts/build.sh steptp`). STEPTP_TESTS=OFF leaves the
 # test executables out of the configuration (no GoogleTest needed).
 set -euo pipefail
@@ -7,5 +8,5 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 # Let ccache reuse objects across checkouts in different folders (CI clones afresh).
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEPTP_TESTS="${STEPTP_TESTS:-ON}" >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DSTEPTP_TESTS="${STEPTP_TESTS:-ON}" >/dev/null
 ninja -C "$BUILD_DIR" -j"${JOBS:-$(nproc)}" "$@"
