@@ -63,6 +63,8 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--verify-trials", o->verify_trials, "verifier input sets per candidate")->capture_default_str();
   sub.add_option("--per-strategy-cap", o->per_strategy_cap, "max single-answer records per strategy")->capture_default_str();
   sub.add_option("--non-improving-per-state", o->non_improving_per_state, "max non-improving steps kept per state")->capture_default_str();
+  sub.add_option("--non-improving-per-root", o->non_improving_per_root,
+                 "max non-improving steps kept per root beside a tuned path (-1: no limit)")->capture_default_str();
   sub.add_option("--per-strategy-per-state", o->per_strategy_per_state, "max steps of one strategy kept per state")->capture_default_str();
   sub.add_option("--trivial-keep", o->trivial_keep, "keep probability of trivially applicable strategies")->capture_default_str();
   sub.add_option("--multi-answer-max", o->multi_answer_max, "answers per multi-answer record")->capture_default_str();

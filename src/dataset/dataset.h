@@ -62,6 +62,10 @@ struct GenerateOptions {
   // within ~10 min on 2 cores with every kept record compiled and timed (>= 1000 records).
   int per_strategy_cap = 35;
   int non_improving_per_state = 12;  // max non-improving single steps kept per search state
+  // Max non-improving single steps of one root beside its tuned path (-1: no limit). A single
+  // record's answer is the step to take; a step measured no faster is contrast, and contrast
+  // mostly belongs in the multi-answer sets, where it stands beside the better choices.
+  int non_improving_per_root = -1;
   int per_strategy_per_state = 2;    // max single steps of one strategy kept per search state
   double trivial_keep = 0.5;         // keep probability of trivially applicable strategies
   int multi_answer_max = 3;          // answers per multi-answer record (>= 2 distinct strategies)

@@ -69,6 +69,7 @@ json options_json(const GenerateOptions& o) {
           {"verify_trials", o.verify_trials},
           {"per_strategy_cap", o.per_strategy_cap},
           {"non_improving_per_state", o.non_improving_per_state},
+          {"non_improving_per_root", o.non_improving_per_root},
           {"per_strategy_per_state", o.per_strategy_per_state},
           {"trivial_keep", o.trivial_keep},
           {"multi_answer_max", o.multi_answer_max},

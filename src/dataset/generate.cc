@@ -67,6 +67,7 @@ void validate(const GenerateOptions& o) {
   if (o.trivial_keep < 0 || o.trivial_keep > 1) bad("--trivial-keep must be in [0, 1]");
   if (o.eval_fraction < 0 || o.eval_fraction >= 1) bad("--eval-fraction must be in [0, 1)");
   if (o.per_strategy_per_state < 1 || o.non_improving_per_state < 0) bad("per-state limits must be >= 1 / >= 0");
+  if (o.non_improving_per_root < -1) bad("--non-improving-per-root must be >= -1");
   if (o.multi_answer_max < 2) bad("--multi-answer-max must be >= 2");
   if (o.multi_trivial_max < 0) bad("--multi-trivial-max must be >= 0");
   if (o.multi_per_strategy_cap < 1) bad("--multi-per-strategy-cap must be >= 1");

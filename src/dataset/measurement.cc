@@ -32,6 +32,7 @@
 #include "leir/program_io.h"
 #include "search/search.h"
 #include "strategies/sampler.h"
+#include "tune/facts.h"
 #include "tune/machine.h"
 #include "tune/runner.h"
 
@@ -55,6 +56,10 @@ backend::MeasureOptions measure_options(const GenerateOptions& o) {
   mo.stable_rel = 0.02;
   mo.threads = o.measure_threads;
   return mo;
+}
+
+tune::CpuRunner measurement_runner(const GenerateOptions& o) {
+  return tune::CpuRunner(measure_options(o), strategies::mix_seed(o.seed, 0x3ea5));
 }
 
 json measurement_json(const GenerateOptions& o) {
@@ -225,10 +230,17 @@ Comparisons comparisons_of(const json& records, const GenerateOptions& o) {
       pair_id(root, res);
     }
   }
-  const std::string config = measurement_json(o).dump();
-  const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
-  for (auto [a, b] : c.pairs)
-    c.keys.push_back(tune::measurement_key({machine, c.texts[size_t(a)], c.texts[size_t(b)], config}));
+  // Keyed as the tuner keys its comparisons (compact texts, the run's runner).
+  std::vector<std::string> compact;
+  for (const auto& t : c.texts) {
+    try {
+      compact.push_back(leir::program_to_text(leir::program_from_text(t), false));
+    } catch (const std::exception&) {
+      compact.push_back(t);  // its comparisons fail when measured (measure_records)
+    }
+  }
+  const auto runner = measurement_runner(o);
+  for (auto [a, b] : c.pairs) c.keys.push_back(tune::comparison_key(runner, compact[size_t(a)], compact[size_t(b)]));
   return c;
 }
 
@@ -239,8 +251,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   if (kept) kept->assign(records.size(), 0);
   MeasureStats local;
   MeasureStats& st = stats ? *stats : local;
-  auto mo = measure_options(o);
-  const uint64_t input_seed = strategies::mix_seed(o.seed, 0x3ea5);
+  auto runner = measurement_runner(o);
   Comparisons c = comparisons_of(records, o);
   const auto& texts = c.texts;
   const auto& text_index = c.text_index;
@@ -291,10 +302,9 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
         runnable_idx.push_back(missing_idx[m]);
       }
     }
-    tune::PairMeasureStats ps;
-    auto measured = tune::measure_pairs(programs, runnable, mo, input_seed, 10.0 + 4 * mo.max_time_s, &ps);
-    st.compile_s += ps.compile_s;
-    st.measure_s += ps.measure_s;
+    auto measured = runner.run(programs, runnable);
+    st.compile_s += runner.stats().compile_s;
+    st.measure_s += runner.stats().measure_s;
     for (size_t m = 0; m < runnable.size(); ++m) {
       const auto& pr = measured[m];
       json v = pr.ok ? json{{"ok", true}, {"a", stats_to_json(pr.cmp.a)}, {"b", stats_to_json(pr.cmp.b)}}
@@ -351,7 +361,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
                    {"speedup_vs_root", sr},
                    {"vs_parent", {{"parent", tp}, {"result", tr}}},
                    {"vs_root", {{"root", rr}, {"result", r2}}},
-                   {"threads", mo.threads},
+                   {"threads", o.measure_threads},
                    {"model", model}};
       a["label"] = step_label(a, sp, clears_noise_json(vp), o.improve_threshold);
       answers.push_back(std::move(a));

@@ -7,7 +7,9 @@
 // Determinism. Timings vary between runs, so a measurement is a fact recorded once, not
 // re-drawn: every comparison (program A vs program B under given measurement options) is kept
 // in the SQLite measurement store (tune/database.h; default OUT/measurements.sqlite, or
-// --measurements PATH) keyed by (machine fingerprint, text of A, text of B, measurement options). A run, a resumed run (kill -9 +
+// --measurements PATH) keyed as the tuner keys its own (tune::comparison_key: machine
+// fingerprint, measurement options, input seed, texts of A and B), so with `--trajectories tune`
+// the tuner's comparisons of candidates against the root are the records'. A run, a resumed run (kill -9 +
 // rerun) or a run with another --jobs takes every comparison it finds in the store and only
 // measures the missing ones, so the output files are a deterministic function of (inputs,
 // options, seed, measurement store): two runs given the same store write identical bytes.
@@ -33,6 +35,7 @@
 #include "backend/measure/measure.h"
 #include "leir/ast.h"
 #include "tune/database.h"
+#include "tune/runner.h"
 
 namespace steptp::dataset {
 
@@ -59,6 +62,10 @@ int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src);
 
 // Measurement options of a generate run (documented defaults in GenerateOptions).
 backend::MeasureOptions measure_options(const GenerateOptions& o);
+// What times a generate run's records: those options on seeded inputs. The tuner of
+// `--trajectories tune` times with the same runner, so its comparisons of candidates against the
+// root are facts the records take from the store (tune::comparison_key) instead of timing again.
+tune::CpuRunner measurement_runner(const GenerateOptions& o);
 // What the manifest and the checkpoint fingerprint record about measurement.
 nlohmann::json measurement_json(const GenerateOptions& o);
 std::string measurement_store_path(const GenerateOptions& o);

@@ -24,6 +24,7 @@ struct Profile {
   int measure_threads;  // 0: every core of the machine
   double measure_min_time;
   int non_improving_per_state;  // contrast kept per state (a tuned state has few measured steps)
+  int non_improving_per_root;   // ... per root, beside a tuned path (-1: no limit)
   double min_root_ms;           // naive one-core floor of a root (dataset/root_sizing.h)
 };
 

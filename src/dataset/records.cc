@@ -260,6 +260,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
   }
   json records = json::array();
   int seq = 0;
+  int root_non_impr = 0;  // beside a tuned path (o.non_improving_per_root)
   for (int s : state_order) {
     const auto& idx = by_state[s];
     const auto& first = transitions[idx[0]];
@@ -315,7 +316,8 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       const bool on_path = t.path_step > 0;
       if (!on_path && per_strat[t.strategy] >= o.per_strategy_per_state) continue;
       if (!on_path && !improving(i) && non_impr >= o.non_improving_per_state) continue;
-      if (!on_path && !improving(i)) ++non_impr;
+      if (!on_path && !improving(i) && o.non_improving_per_root >= 0 && root_non_impr >= o.non_improving_per_root) continue;
+      if (!on_path && !improving(i)) ++non_impr, ++root_non_impr;
       per_strat[t.strategy]++;
       kept.push_back(i);
     }
@@ -362,13 +364,16 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     to.threads = o.measure_threads;
     to.seed = seed;
     to.store_path = store.empty() ? measurement_store_path(o) : store;
-    to.runner = o.tune_runner;
-    // The exported costs and labels come from re-measuring every kept record (measurement.h), so
-    // the tuner's own step-by-step timing of its path is not needed here, and its sessions may be
-    // shorter than `steptp tune`'s (they only rank candidates; the best is still confirmed).
+    // The tuner times with the records' runner (measurement.h): its comparisons of candidates
+    // against the root are the records' comparisons of results against the root, one fact
+    // measured once. The exported costs and labels come from the records' measurements, so the
+    // tuner's own step-by-step timing of its path is not needed here.
+    auto runner = measurement_runner(o);
+    to.runner = o.tune_runner ? o.tune_runner : &runner;
     to.time_trajectory = false;
-    to.measure.min_time_s = 0.05;
-    to.measure.max_time_s = 0.5;
+    // One explored candidate per round is a strategy the search has not tried yet, so the
+    // records measure the strategies that apply here but rarely make a program faster too.
+    to.search.explore_untried = 1;
     auto t0 = std::chrono::steady_clock::now();
     auto tuned = tune::tune(r.program, to);
     search::SearchStats st;

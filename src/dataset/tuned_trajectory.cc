@@ -47,31 +47,35 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   std::vector<search::Cost> state_cost;
   for (const auto& s : states) state_cost.push_back(search::model_cost(s));
   std::vector<search::Transition> out;
-  auto add = [&](size_t k, const tune::TraceStep& step, tune::AppliedStep a) {
+  // One transition: `step` (applied as `a`) from the state numbered `state`, the program `parent`
+  // reached from the root by `prefix`.
+  auto add = [&](int state, const tune::Trace& prefix, const leir::Program& parent, const search::Cost& parent_cost,
+                 const tune::TraceStep& step, tune::AppliedStep a) {
     search::Transition t;
-    t.depth = int(k) + 1;
-    t.state = int(k);
-    for (size_t j = 0; j < k; ++j) t.steps_so_far.push_back({path[j].strategy, path[j].params});
+    t.depth = int(prefix.size()) + 1;
+    t.state = state;
+    for (const auto& p : prefix) t.steps_so_far.push_back({p.strategy, p.params});
     t.strategy = step.strategy;
     t.site_index = int(a.site_index);
     t.site = std::move(a.site);
     t.params = a.candidate.params;
     t.exactness = a.candidate.exactness;
-    t.parent = states[k];
+    t.parent = parent;
     t.result = std::move(a.candidate.program);
     t.result_hash = search::program_hash(t.result);
     // Costs are the analytic model's, as in the beam search's records (what the CoT quotes as
     // "the cost model"); the measured ones replace them when the records are re-measured.
     t.cost_root = state_cost[0];
-    t.cost_parent = state_cost[k];
+    t.cost_parent = parent_cost;
     t.cost_result = search::model_cost(t.result);
     t.improving = t.cost_result.value > 0 && t.cost_parent.value / t.cost_result.value >= improve_threshold;
-    const std::string key = trace_key(path, k) + trace_key({step}, 1);
+    const std::string key = trace_key(prefix, prefix.size()) + trace_key({step}, 1);
     if (auto it = predicted.find(key); it != predicted.end()) t.learned_speedup_vs_root = std::exp2(it->second);
     out.push_back(std::move(t));
   };
+  auto path_prefix = [&](size_t k) { return tune::Trace(path.begin(), path.begin() + long(k)); };
   for (size_t k = 0; k < L; ++k) {
-    add(k, path[k], applied[k]);
+    add(int(k), path_prefix(k), states[k], state_cost[k], path[k], applied[k]);
     auto& t = out.back();
     t.chosen = true;
     t.path_step = int(k) + 1;
@@ -81,23 +85,52 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   // Each path state's speedup over the root in the tuner's sessions, where it measured the state.
   std::vector<std::optional<double>> state_speedup{1.0};
   for (size_t k = 0; k < L; ++k) state_speedup.push_back(r.trajectory[k].speedup_vs_root);
-  // Measured alternatives one step off the path, in trial order, each result once.
+  // The measured trials by their trace.
+  std::map<std::string, const tune::Trial*> measured;
+  for (const auto& trial : r.history)
+    if (trial.ok && !trial.trace.empty()) measured.emplace(trace_key(trial.trace, trial.trace.size()), &trial);
+  // Measured steps, each result once, in trial order: one step off the path (alternatives at its
+  // states), and from every other state the tuner measured (a trial whose trace less its last step
+  // is a measured trial too). The latter are states numbered after the path's, in order of first
+  // appearance; each costs the records one comparison (parent -> result) and no trial.
   std::set<uint64_t> seen;
   for (const auto& t : out) seen.insert(t.result_hash);
+  struct OffState {
+    int id;
+    leir::Program program;
+    search::Cost cost;
+  };
+  std::map<std::string, OffState> off_states;
   for (const auto& trial : r.history) {
     if (!trial.ok || trial.trace.empty()) continue;
     const size_t k = trial.trace.size() - 1;
-    if (k > L || trace_key(trial.trace, k) != trace_key(path, k)) continue;
-    tune::AppliedStep a;
+    const tune::Trace prefix(trial.trace.begin(), trial.trace.begin() + long(k));
+    const std::string prefix_key = trace_key(prefix, k);
+    const bool on_path = k <= L && prefix_key == trace_key(path, k);
+    auto parent_trial = measured.find(prefix_key);
+    if (!on_path && parent_trial == measured.end()) continue;
     try {
-      a = tune::resolve_step(states[k], trial.trace[k]);
+      const OffState* off = nullptr;
+      if (!on_path) {
+        auto it = off_states.find(prefix_key);
+        if (it == off_states.end()) {
+          leir::Program p = tune::replay(r.root, prefix);
+          search::Cost c = search::model_cost(p);
+          it = off_states.emplace(prefix_key, OffState{int(L) + 1 + int(off_states.size()), std::move(p), c}).first;
+        }
+        off = &it->second;
+      }
+      const leir::Program& parent = on_path ? states[k] : off->program;
+      tune::AppliedStep a = tune::resolve_step(parent, trial.trace[k]);
+      if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
+      add(on_path ? int(k) : off->id, prefix, parent, on_path ? state_cost[k] : off->cost, trial.trace[k], std::move(a));
     } catch (const tune::ReplayError&) {
       continue;  // cannot happen for a trace the search built; skip rather than guess
     }
-    if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
-    add(k, trial.trace[k], std::move(a));
-    if (state_speedup[k])
-      out.back().tuner_faster = tune::clears_noise(trial.cmp) && trial.cmp.speedup / *state_speedup[k] >= improve_threshold;
+    const std::optional<double> parent_speedup =
+        on_path ? state_speedup[k] : std::optional<double>(parent_trial->second->cmp.speedup);
+    if (parent_speedup)
+      out.back().tuner_faster = tune::clears_noise(trial.cmp) && trial.cmp.speedup / *parent_speedup >= improve_threshold;
   }
   // Verify every result against the root (one batch). The tuner verified each candidate it
   // measured with this very verifier (root, seed): those verdicts are facts in its store, so they
@@ -126,7 +159,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     if (stats) stats->verified++;
     verified.push_back(std::move(out[i]));
   }
-  if (stats) stats->states = int(L) + 1;
+  if (stats) stats->states = int(L) + 1 + int(off_states.size());
   return verified;
 }
 

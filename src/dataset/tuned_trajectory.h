@@ -7,7 +7,11 @@
 //   including steps that are not faster on their own: measurement later labels those "enabling"
 //   when the rest of the path reaches a speedup from them (dataset/measurement.h);
 // - at each state of that path, the other measured candidates that extend it by one step
-//   (improving or not), for contrast and for the multi-answer records.
+//   (improving or not), for contrast and for the multi-answer records;
+// - the measured steps from every other state the tuner measured (a trial whose trace less its
+//   last step is a measured trial too): transitions between measured programs off the path,
+//   states numbered after the path's. They cost the records one comparison each (parent ->
+//   result) and no trial, as the tuner verified and timed both programs already.
 // Each result is verified against the root again here (tune/verification.h: the interpreter up
 // to 2^21 statement instances, compiled f64 builds beyond), so a record never rests on a verdict
 // it does not carry. Costs are the analytic model's (pre-labels for the filters, and what the

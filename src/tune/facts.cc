@@ -28,8 +28,13 @@ PairResult pair_from_json(const json& v) {
 
 }  // namespace
 
+std::string comparison_key(const Runner& runner, const std::string& a_text, const std::string& b_text,
+                           const std::string& session) {
+  return measurement_key({session, runner.identity(), a_text, b_text});
+}
+
 std::string Comparer::key(const Subject& a, const Subject& b, const std::string& session) const {
-  return measurement_key({session, runner_.identity(), *a.text, *b.text});
+  return comparison_key(runner_, *a.text, *b.text, session);
 }
 
 bool Comparer::stored(const Subject& a, const Subject& b, const std::string& session) {

@@ -23,6 +23,13 @@ struct Subject {
   const std::string* text;
 };
 
+// The store key of timing the program `b_text` against `a_text` (compact texts,
+// leir::program_to_text(p, false)) with `runner` in `session`. Every consumer keys a comparison
+// this way, so one comparison is one fact: `generate --trajectories tune` times its records with
+// the tuner's runner, and the tuner's comparisons of candidates against the root serve them.
+std::string comparison_key(const Runner& runner, const std::string& a_text, const std::string& b_text,
+                           const std::string& session = "time");
+
 // Interleaved comparisons through the store (runner.h's timing policy for the missing ones).
 class Comparer {
  public:

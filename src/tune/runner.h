@@ -8,6 +8,8 @@
 //   ratio of medians from the same session.
 // - Caches warm: inputs are bound once per program and every timed run reuses them, as a kernel
 //   runs inside a model (and as MetaSchedule's CPU runner does by default); no flush.
+// - Inputs: seeded (interp::generate_inputs), drawn before the timed section; B runs on A's
+//   inputs when it declares the same ones (every verified candidate does).
 // - "Faster" (clears_noise): the ratio of medians exceeds 1 by more than twice the combined
 //   standard error of the two medians' logs (sqrt(cv_a²/n_a + cv_b²/n_b)) and by at least 2 %.
 // - Isolation: kernels run in a forked child with an address-space limit; a crash or a timeout

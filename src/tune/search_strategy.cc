@@ -1,8 +1,10 @@
 #include "tune/search_strategy.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include "leir/program_io.h"
 #include "leir/validate.h"
@@ -125,10 +127,37 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   int exploit = std::max(0, budget - o_.explore - int(chosen.size()));
   const long ranked = std::min<long>(exploit, long(pool.size()));
   chosen.insert(chosen.end(), pool.begin(), pool.begin() + ranked);
+  // Exploration: seeded picks among the rest. The first `explore_untried` are stratified by
+  // strategy: a seeded random candidate of a seeded random strategy this search has not tried
+  // yet, one per strategy (uniform picks would mostly take loop steps, which have the most sites
+  // and parameters). The others stay uniform over candidates, which is what finds multi-step
+  // loop sequences whose first step is not faster.
   std::vector<int> rest(pool.begin() + ranked, pool.end());
-  int room = budget - int(chosen.size());
-  for (size_t k : strategies::choose_indices(rest.size(), size_t(std::max(0, room)), strategies::mix_seed(rseed, 0xe7)))
+  const int room = budget - int(chosen.size());
+  std::set<std::string> tried;
+  for (const auto& n : nodes_)
+    if (n.state != Node::State::Open && !n.trace.empty()) tried.insert(n.trace.back().strategy);
+  for (int c : chosen) tried.insert(nodes_[size_t(c)].trace.back().strategy);
+  std::map<std::string, std::vector<size_t>> untried;  // strategy -> positions in rest
+  for (size_t k = 0; k < rest.size(); ++k)
+    if (const auto& s = nodes_[size_t(rest[k])].trace.back().strategy; !tried.count(s)) untried[s].push_back(k);
+  std::vector<const std::vector<size_t>*> groups;
+  for (const auto& [name, positions] : untried) groups.push_back(&positions);
+  std::vector<char> taken(rest.size(), 0);
+  const int stratified = std::min(room, o_.explore_untried);
+  for (size_t g : strategies::choose_indices(groups.size(), size_t(std::max(0, stratified)),
+                                             strategies::mix_seed(rseed, 0xe8))) {
+    const auto& positions = *groups[g];
+    const size_t k = positions[strategies::choose_indices(positions.size(), 1, strategies::mix_seed(rseed, 0xe9 + g))[0]];
     chosen.push_back(rest[k]);
+    taken[k] = 1;
+  }
+  std::vector<int> others;
+  for (size_t k = 0; k < rest.size(); ++k)
+    if (!taken[k]) others.push_back(rest[k]);
+  const int uniform = budget - int(chosen.size());
+  for (size_t k : strategies::choose_indices(others.size(), size_t(std::max(0, uniform)), strategies::mix_seed(rseed, 0xe7)))
+    chosen.push_back(others[k]);
   for (int c : chosen) nodes_[size_t(c)].state = Node::State::Selected;
   return chosen;
 }

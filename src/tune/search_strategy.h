@@ -10,7 +10,8 @@
 //     parallelize) whose first step is not faster on its own: the model ranks the grandchild,
 //     not the step.
 //  2. ranks every unmeasured node with the model and picks the `per_round - explore` best plus
-//     `explore` seeded random ones (exploration: the model learns where it is wrong).
+//     `explore` seeded random ones (exploration: the model learns where it is wrong), of which
+//     `explore_untried` are candidates of strategies the search has not tried yet.
 // Before round 0, the schedule rules' chains (tune/schedule_rules.h: parallel, vector, both, and
 // register tiling of accumulation nests) add the programs a compiler would try first. Their end
 // nodes are measured first in round 0, so the search and the model start from them; their
@@ -34,6 +35,10 @@ struct SearchOptions {
   uint64_t seed = 0;
   int per_round = 8;
   int explore = 2;
+  // Of the `explore` picks, how many are candidates of strategies the search has not tried yet
+  // (one per strategy). `generate --trajectories tune` sets 1: its records need every applicable
+  // strategy's measured contrast; `steptp tune` keeps 0, its exploration uniform.
+  int explore_untried = 0;
   int sources = 3;
   int lookahead = 4;
   int sites_per_strategy = 3;

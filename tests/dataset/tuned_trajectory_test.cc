@@ -106,18 +106,32 @@ TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
     }
   }
   EXPECT_GT(learned, 0);
-  // Alternatives: measured candidates one step off a path state, each result once.
+  // Alternatives: measured candidates one step off a path state, and measured steps from the
+  // other states the tuner measured (numbered after the path's), each result once.
+  std::set<std::string> measured;
+  for (const auto& trial : r.history)
+    if (trial.ok) measured.insert(text(tune::replay(root, trial.trace)));
   std::set<uint64_t> results;
   for (const auto& t : ts) EXPECT_TRUE(results.insert(t.result_hash).second);
+  int off_path = 0;
   for (size_t i = L; i < ts.size(); ++i) {
     const auto& t = ts[i];
     EXPECT_EQ(t.path_step, 0);
     EXPECT_FALSE(t.chosen);
     ASSERT_GE(t.state, 0);
-    ASSERT_LT(size_t(t.state), states.size());
-    EXPECT_EQ(text(t.parent), states[size_t(t.state)]);
+    EXPECT_TRUE(measured.count(text(t.result))) << "every alternative is a measured trial";
+    EXPECT_EQ(t.depth, int(t.steps_so_far.size()) + 1);
+    if (size_t(t.state) < states.size()) {
+      EXPECT_EQ(text(t.parent), states[size_t(t.state)]);
+    } else {
+      ++off_path;
+      EXPECT_GE(t.depth, 2);
+      EXPECT_TRUE(measured.count(text(t.parent))) << "an off-path state is a measured trial";
+    }
     EXPECT_TRUE(t.report.equivalent);
   }
+  EXPECT_GT(off_path, 0);
+  EXPECT_GT(st.states, int(L) + 1);
   fs::remove_all(dir.parent_path());
 }
 
@@ -173,6 +187,9 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   auto o = tuned_options(dir / "a", dir / "store.sqlite");
   auto s = generate(o);
   ASSERT_TRUE(s.complete);
+  // The records time with the tuner's runner: its comparisons of candidates against the root are
+  // the records' facts (tune::comparison_key), not timed a second time.
+  EXPECT_GT(s.pairs_reused, 0);
   auto steps = lines(dir / "a" / "steps.jsonl");
   ASSERT_FALSE(steps.empty());
   expect_labels_match_measurements(steps, o.improve_threshold);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,32 @@ TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
     first.push_back(kinds(n.program));
   }
   EXPECT_EQ(first, (std::vector<std::string>{"PLPL", "LVLV", "PVPV"}));
+}
+
+// `explore_untried` of the explored picks of a round are candidates of distinct strategies that
+// nothing chosen before them tried (uniform picks over candidates would mostly take loop steps,
+// which have the most sites and parameters).
+TEST(EvolutionarySearch, ExplorationTriesStrategiesNotTriedYet) {
+  leir::Program root = leir::program_from_text(
+      "input A: f32[64,32]\noutput C: f32[64,32]\noutput D: f32[64]\n"
+      "L^{64}_{a=0}L^{32}_{c=0}[C^{f32,g}_{a,c}=exp(A^{f32,g}_{a,c})*exp(A^{f32,g}_{a,c}*2)+A^{f32,g}_{a,c}*3;];"
+      "L^{64}_{a=0}[D^{f32,g}_{a}=0;L^{32}_{c=0}[D^{f32,g}_{a}=D^{f32,g}_{a}+C^{f32,g}_{a,c};];];",
+      "explore.leir");
+  CostModel prior;
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    EvolutionarySearch search(root, this_machine(1), SearchOptions{.seed = seed, .per_round = 12, .explore = 6, .explore_untried = 3});
+    auto chosen = search.next_round(prior, 12);
+    ASSERT_EQ(chosen.size(), 12u) << seed;
+    const auto& nodes = search.nodes();
+    std::set<std::string> before;
+    for (size_t i = 0; i < 6; ++i) before.insert(nodes[size_t(chosen[i])].trace.back().strategy);
+    std::set<std::string> explored;
+    for (size_t i = 6; i < 9; ++i) {
+      const std::string s = nodes[size_t(chosen[i])].trace.back().strategy;
+      EXPECT_FALSE(before.count(s)) << "seed " << seed << ": " << s << " was tried already";
+      EXPECT_TRUE(explored.insert(s).second) << "seed " << seed << ": " << s << " explored twice";
+    }
+  }
 }
 
 TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInRegisters) {
