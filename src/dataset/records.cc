@@ -371,9 +371,9 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     auto runner = measurement_runner(o);
     to.runner = o.tune_runner ? o.tune_runner : &runner;
     to.time_trajectory = false;
-    // One explored candidate per round is a strategy the search has not tried yet, so the
-    // records measure the strategies that apply here but rarely make a program faster too.
-    to.search.explore_untried = 1;
+    // The explored candidates of each round are of strategies the search has not tried yet, so
+    // the records measure the strategies that apply here but rarely make a program faster too.
+    to.search.explore_untried = to.search.explore;
     auto t0 = std::chrono::steady_clock::now();
     auto tuned = tune::tune(r.program, to);
     search::SearchStats st;

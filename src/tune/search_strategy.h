@@ -36,8 +36,9 @@ struct SearchOptions {
   int per_round = 8;
   int explore = 2;
   // Of the `explore` picks, how many are candidates of strategies the search has not tried yet
-  // (one per strategy). `generate --trajectories tune` sets 1: its records need every applicable
-  // strategy's measured contrast; `steptp tune` keeps 0, its exploration uniform.
+  // (one per strategy). `generate --trajectories tune` makes them all so: its records need every
+  // applicable strategy's measured contrast; `steptp tune` keeps 0, its exploration uniform
+  // (uniform picks are what find split -> vectorize in Tuner.FindsATwoStep...).
   int explore_untried = 0;
   int sources = 3;
   int lookahead = 4;
