@@ -203,13 +203,15 @@ json stats_to_json(const backend::TimingStats& t) {
 // record order, with their store keys (this machine, the run's measurement options).
 struct Comparisons {
   std::vector<std::string> texts;
+  std::vector<leir::Program> programs;    // each text parsed (empty where it does not parse)
+  std::vector<std::string> parse_errors;  // ... and why not
   std::map<std::string, int> text_index;
   std::vector<std::pair<int, int>> pairs;
   std::map<std::pair<int, int>, int> pair_index;
   std::vector<std::string> keys;
 };
 
-Comparisons comparisons_of(const json& records, const GenerateOptions& o) {
+Comparisons comparisons_of(const json& records, const tune::Runner& runner) {
   Comparisons c;
   auto program_id = [&](const std::string& t) {
     auto [it, fresh] = c.text_index.emplace(t, int(c.texts.size()));
@@ -233,13 +235,16 @@ Comparisons comparisons_of(const json& records, const GenerateOptions& o) {
   // Keyed as the tuner keys its comparisons (compact texts, the run's runner).
   std::vector<std::string> compact;
   for (const auto& t : c.texts) {
+    c.programs.emplace_back();
+    c.parse_errors.emplace_back();
     try {
-      compact.push_back(leir::program_to_text(leir::program_from_text(t), false));
-    } catch (const std::exception&) {
+      c.programs.back() = leir::program_from_text(t);
+      compact.push_back(leir::program_to_text(c.programs.back(), false));
+    } catch (const std::exception& e) {
+      c.parse_errors.back() = e.what();
       compact.push_back(t);  // its comparisons fail when measured (measure_records)
     }
   }
-  const auto runner = measurement_runner(o);
   for (auto [a, b] : c.pairs) c.keys.push_back(tune::comparison_key(runner, compact[size_t(a)], compact[size_t(b)]));
   return c;
 }
@@ -252,8 +257,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   MeasureStats local;
   MeasureStats& st = stats ? *stats : local;
   auto runner = measurement_runner(o);
-  Comparisons c = comparisons_of(records, o);
-  const auto& texts = c.texts;
+  Comparisons c = comparisons_of(records, runner);
   const auto& text_index = c.text_index;
   const auto& pairs = c.pairs;
   const auto& pair_index = c.pair_index;
@@ -272,21 +276,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     }
   }
   if (!missing.empty()) {
-    std::vector<leir::Program> programs;
-    std::vector<char> needed(texts.size(), 0);
-    for (auto [a, b] : missing) needed[size_t(a)] = needed[size_t(b)] = 1;
-    std::vector<std::string> parse_errors(texts.size());
-    for (size_t i = 0; i < texts.size(); ++i) {
-      leir::Program p;
-      if (needed[i]) {
-        try {
-          p = leir::program_from_text(texts[i]);
-        } catch (const std::exception& e) {
-          parse_errors[i] = e.what();
-        }
-      }
-      programs.push_back(std::move(p));
-    }
+    const auto& parse_errors = c.parse_errors;
     // A program that does not parse back cannot be measured: its pairs fail.
     std::vector<std::pair<int, int>> runnable;
     std::vector<size_t> runnable_idx;
@@ -302,7 +292,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
         runnable_idx.push_back(missing_idx[m]);
       }
     }
-    auto measured = runner.run(programs, runnable);
+    auto measured = runner.run(c.programs, runnable);
     st.compile_s += runner.stats().compile_s;
     st.measure_s += runner.stats().measure_s;
     for (size_t m = 0; m < runnable.size(); ++m) {
@@ -459,10 +449,11 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       if (!machines[r].empty()) measurers.push_back(int(r));
     std::vector<json> pending;
     std::vector<uint64_t> costs;
+    const auto runner = measurement_runner(o);
     for (const auto& g : groups) {
       json arr = group_json(g);
       uint64_t missing = 0;
-      for (const auto& key : comparisons_of(arr, o).keys) missing += !store.get(key);
+      for (const auto& key : comparisons_of(arr, runner).keys) missing += !store.get(key);
       if (!missing) continue;
       pending.push_back(std::move(arr));
       costs.push_back(missing);
