@@ -40,41 +40,39 @@ void RootVerifier::run_root() {
   root_ran_ = true;
   for (int t = 0; t < kCompiledTrials; ++t)
     inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), kProfiles[t]));
-  std::vector<std::string> errors;
-  root_outputs_ = std::move(run_f64({&root_}, &errors).front());
-  root_error_ = errors.front();
+  auto built = build_f64({&root_});
+  if (!built[0].program) {
+    root_error_ = "f64 build: " + built[0].error.substr(0, 300);
+    return;
+  }
+  root_outputs_ = run_f64(*built[0].program, &root_error_);
 }
 
-std::vector<std::optional<std::vector<leir::TensorMap>>> RootVerifier::run_f64(
-    const std::vector<const leir::Program*>& ps, std::vector<std::string>* errors) const {
+std::vector<backend::cpu::CpuBuildResult> RootVerifier::build_f64(const std::vector<const leir::Program*>& ps) const {
   backend::cpu::CpuCodegenOptions o;
   o.all_f64 = true;
   std::vector<leir::Program> programs;
   for (const auto* p : ps) programs.push_back(*p);
-  // Compiling and running the f64 builds is CPU work beside others' measurements (timing_lock.h).
+  // Compiling the f64 builds is CPU work beside others' measurements (timing_lock.h).
   CpuWorkLock cpu_work(CpuWorkLock::Mode::Shared);
-  auto built = backend::cpu::build_cpu_programs(programs, o, &f64_compiler());
-  std::vector<std::optional<std::vector<leir::TensorMap>>> out(ps.size());
-  errors->assign(ps.size(), "");
+  return backend::cpu::build_cpu_programs(programs, o, &f64_compiler());
+}
+
+std::optional<std::vector<leir::TensorMap>> RootVerifier::run_f64(const backend::cpu::CpuProgram& p,
+                                                                  std::string* error) const {
+  CpuWorkLock cpu_work(CpuWorkLock::Mode::Shared);
   backend::cpu::SandboxLimits limits;
   limits.time_limit_s = 120;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    if (!built[i].program) {
-      (*errors)[i] = "f64 build: " + built[i].error.substr(0, 300);
-      continue;
+  std::vector<leir::TensorMap> outs;
+  for (const auto& in : inputs_) {
+    auto r = backend::cpu::run_sandboxed(p, in, limits);
+    if (r.status != backend::cpu::RunStatus::Ok) {
+      *error = "f64 run: " + std::string(backend::cpu::to_string(r.status)) + " " + r.message;
+      return std::nullopt;
     }
-    std::vector<leir::TensorMap> outs;
-    for (const auto& in : inputs_) {
-      auto r = backend::cpu::run_sandboxed(*built[i].program, in, limits);
-      if (r.status != backend::cpu::RunStatus::Ok) {
-        (*errors)[i] = "f64 run: " + std::string(backend::cpu::to_string(r.status)) + " " + r.message;
-        break;
-      }
-      outs.push_back(std::move(r.outputs));
-    }
-    if ((*errors)[i].empty()) out[i] = std::move(outs);
+    outs.push_back(std::move(r.outputs));
   }
-  return out;
+  return outs;
 }
 
 std::vector<Verification> RootVerifier::check(const std::vector<const leir::Program*>& candidates) {
@@ -96,18 +94,21 @@ std::vector<Verification> RootVerifier::check(const std::vector<const leir::Prog
       which.push_back(i);
     }
   }
-  std::vector<std::string> errors;
-  auto outs = to_run.empty() ? decltype(run_f64({}, &errors)){} : run_f64(to_run, &errors);
+  // One compiler batch; each candidate is then run and compared before the next runs, so at
+  // most one candidate's outputs (tens of megabytes per trial at bench shapes) are held at once.
+  auto built = to_run.empty() ? std::vector<backend::cpu::CpuBuildResult>{} : build_f64(to_run);
   for (size_t k = 0; k < which.size(); ++k) {
     auto& r = v[which[k]].report;
-    if (!outs[k]) {
-      r.error = errors[k];
+    if (!built[k].program) {
+      r.error = "f64 build: " + built[k].error.substr(0, 300);
       continue;
     }
-    std::vector<std::pair<leir::TensorMap, leir::TensorMap>> pairs;
+    auto outs = run_f64(*built[k].program, &r.error);
+    if (!outs) continue;
+    std::vector<verify::OutputPair> pairs;
     std::vector<uint64_t> seeds;
     for (int t = 0; t < kCompiledTrials; ++t) {
-      pairs.push_back({(*root_outputs_)[size_t(t)], (*outs[k])[size_t(t)]});
+      pairs.push_back({&(*root_outputs_)[size_t(t)], &(*outs)[size_t(t)]});
       seeds.push_back(verify::trial_seed(seed_, t));
     }
     r = verify::compare_outputs(root_, pairs, seeds);

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/cpu_program.h"
 #include "leir/ast.h"
 #include "leir/values.h"
 #include "verify/verifier.h"
@@ -50,9 +51,9 @@ class RootVerifier {
   const std::string& method() const { return method_; }
 
  private:
-  // Compiled f64 outputs per trial of each program, or an error message.
-  std::vector<std::optional<std::vector<leir::TensorMap>>> run_f64(const std::vector<const leir::Program*>& ps,
-                                                                   std::vector<std::string>* errors) const;
+  std::vector<backend::cpu::CpuBuildResult> build_f64(const std::vector<const leir::Program*>& ps) const;
+  // A build's outputs on each trial's inputs (sandboxed), or nullopt with `error` set.
+  std::optional<std::vector<leir::TensorMap>> run_f64(const backend::cpu::CpuProgram& p, std::string* error) const;
 
   void run_root();  // the root's f64 outputs (or its error), once
 

@@ -282,13 +282,12 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::v
   });
 }
 
-VerifyReport compare_outputs(const leir::Program& a,
-                             const std::vector<std::pair<leir::TensorMap, leir::TensorMap>>& outputs,
+VerifyReport compare_outputs(const leir::Program& a, const std::vector<OutputPair>& outputs,
                              const std::vector<uint64_t>& seeds, const VerifyOptions& opts) {
   VerifyReport r;
   Comparison cmp(opts);
   for (size_t t = 0; t < outputs.size(); ++t) {
-    compare_trial(a, outputs[t].first, outputs[t].second, int(t), t < seeds.size() ? seeds[t] : 0, cmp, r);
+    compare_trial(a, *outputs[t].first, *outputs[t].second, int(t), t < seeds.size() ? seeds[t] : 0, cmp, r);
     r.trials = int(t) + 1;
     if (cmp.failed()) break;
   }

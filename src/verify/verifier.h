@@ -98,9 +98,10 @@ VerifyReport verify(const leir::Program& a, const leir::Program& b, const std::v
 
 // Outputs computed elsewhere (e.g. compiled builds of A and B run on the same inputs, one pair
 // of output maps per trial; `seeds` names each trial's input seed): the same element rule and
-// classification as verify(). Only A's output declarations are compared.
-VerifyReport compare_outputs(const leir::Program& a,
-                             const std::vector<std::pair<leir::TensorMap, leir::TensorMap>>& outputs,
+// classification as verify(). Only A's output declarations are compared. The maps are referred
+// to, not copied: at bench shapes one output map is tens of megabytes.
+using OutputPair = std::pair<const leir::TensorMap*, const leir::TensorMap*>;  // (A's, B's)
+VerifyReport compare_outputs(const leir::Program& a, const std::vector<OutputPair>& outputs,
                              const std::vector<uint64_t>& seeds, const VerifyOptions& opts = {});
 
 // Why the signatures differ, or empty when they are the same (names, roles, dtypes, shapes and

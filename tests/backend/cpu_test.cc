@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -380,6 +381,54 @@ B^{4000}_{tx=0}[O^{i64,g}=O^{i64,g}+(A^{f64,g}_{tx}>0);];
   EXPECT_NE(prog->source().code.find("reduction(steptp_max:t_M[0:1])"), std::string::npos);
   auto in = interp::generate_inputs(p, 3);
   EXPECT_EQ(compare_values(prog->run(in), interp::run_program(p, in), kAtolF64, kRtolF64), "");
+}
+
+TEST(CpuBackend, ReusedBuffersStartAsFreshOnes) {
+  // Two programs with the same buffers (2 MiB + 1 MiB: pooled sizes); the second writes only the
+  // first half of its outputs. After the first has filled every element, the second's unwritten
+  // elements must still read as a fresh binding gives them: NaN (float) and 0 (integer).
+  constexpr int n = 262144;
+  auto full = parse(fmt::format("input A: f64[{0}]\noutput D: f64[{0}]\noutput N: i32[{0}]\n"
+                                "L^{{{0}}}_{{a=0}}[D^{{f64,g}}_{{a}}=A^{{f64,g}}_{{a}};N^{{i32,g}}_{{a}}=7;];",
+                                n));
+  auto half = parse(fmt::format("input A: f64[{0}]\noutput D: f64[{0}]\noutput N: i32[{0}]\n"
+                                "L^{{{1}}}_{{a=0}}[D^{{f64,g}}_{{a}}=A^{{f64,g}}_{{a}};N^{{i32,g}}_{{a}}=7;];",
+                                n, n / 2));
+  TempDir dir("cpu-reuse");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({full, half}, {}, &cc);
+  for (const auto& b : built) ASSERT_TRUE(b.program) << b.error;
+  auto in = interp::generate_inputs(full, 3);
+  const void* first_mapping = nullptr;
+  {
+    auto b = built[0].program->bind(in);
+    first_mapping = b->data(0);
+    built[0].program->run(*b);
+    auto out = built[0].program->outputs(*b);
+    ASSERT_EQ(out.at("N").data.back(), 7);
+  }
+  auto check_half = [&](const leir::TensorMap& out) {
+    const auto& d = out.at("D").data;
+    const auto& c = out.at("N").data;
+    EXPECT_EQ(d[0], in.at("A").data[0]);
+    EXPECT_TRUE(std::isnan(d[n / 2])) << d[n / 2];
+    EXPECT_TRUE(std::isnan(d[n - 1])) << d[n - 1];
+    EXPECT_EQ(c[n / 2 - 1], 7);
+    EXPECT_EQ(c[n / 2], 0);
+    EXPECT_EQ(c[n - 1], 0);
+  };
+  {
+    auto b = built[1].program->bind(in);
+    EXPECT_EQ(b->data(0), first_mapping);  // the released mapping was reused
+    built[1].program->run(*b);
+    check_half(built[1].program->outputs(*b));
+  }
+  // The sandbox writes into a reused mapping too (the child shares it).
+  auto r = run_sandboxed(*built[0].program, in);
+  ASSERT_EQ(r.status, RunStatus::Ok) << r.message;
+  auto h = run_sandboxed(*built[1].program, in);
+  ASSERT_EQ(h.status, RunStatus::Ok) << h.message;
+  check_half(h.outputs);
 }
 
 TEST(CpuBackend, SandboxReportsCrashTimeoutAndMemory) {

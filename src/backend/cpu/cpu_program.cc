@@ -1,12 +1,15 @@
 #include "backend/cpu/cpu_program.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 
 #include "leir/diagnostic.h"
@@ -58,6 +61,65 @@ std::vector<double> load_values(DType st, const void* src, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// Released mappings of this process, most recent last (KernelBuffers above).
+class MappingPool {
+ public:
+  static constexpr size_t kMinBytes = size_t{1} << 20;  // smaller mappings are cheap to make
+  static constexpr size_t kMaxEntries = 4;
+
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    drop_inherited();
+    for (size_t i = entries_.size(); i-- > 0;)
+      if (entries_[i].bytes == bytes) {
+        void* base = entries_[i].base;
+        entries_.erase(entries_.begin() + long(i));
+        return base;
+      }
+    return nullptr;
+  }
+
+  // Keeps the mapping (true) or leaves it to the caller to unmap (false).
+  bool give(void* base, size_t bytes) {
+    if (bytes < kMinBytes) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    drop_inherited();
+    if (entries_.size() == kMaxEntries) {
+      munmap(entries_.front().base, entries_.front().bytes);
+      entries_.erase(entries_.begin());
+    }
+    entries_.push_back({base, bytes, getpid()});
+    return true;
+  }
+
+ private:
+  struct Entry {
+    void* base;
+    size_t bytes;
+    pid_t owner;
+  };
+  // Entries copied into a forked child are the parent's pages: unmapped here, never reused.
+  void drop_inherited() {
+    const pid_t me = getpid();
+    std::erase_if(entries_, [&](const Entry& e) {
+      if (e.owner == me) return false;
+      munmap(e.base, e.bytes);
+      return true;
+    });
+  }
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
+MappingPool& mapping_pool() {
+  static MappingPool* pool = new MappingPool;  // never destroyed: buffers may outlive statics
+  return *pool;
+}
+
+}  // namespace
+
 KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params) {
   std::vector<size_t> offsets;
   for (const auto& p : params) {
@@ -65,13 +127,14 @@ KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params) {
     bytes_ += align64(static_cast<size_t>(std::max<int64_t>(p.numel, 1)) * leir::byte_size(p.storage));
   }
   bytes_ = std::max<size_t>(bytes_, 64);
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  base_ = mapping_pool().take(bytes_);
+  if (!base_) base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (base_ == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes of kernel buffers", bytes_));
   for (size_t off : offsets) ptrs_.push_back(static_cast<char*>(base_) + off);
 }
 
 KernelBuffers::~KernelBuffers() {
-  if (base_ && base_ != MAP_FAILED) munmap(base_, bytes_);
+  if (base_ && base_ != MAP_FAILED && !mapping_pool().give(base_, bytes_)) munmap(base_, bytes_);
 }
 
 std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) const {
@@ -80,8 +143,14 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
     const auto& kp = source_.params[i];
     const leir::TensorDecl& decl = program_.known[i];
     if (kp.output) {
-      std::vector<double> nan(static_cast<size_t>(kp.numel), std::numeric_limits<double>::quiet_NaN());
-      if (leir::is_floating(kp.storage)) store_values(kp.storage, b->data(i), nan);
+      // NaN-filled, so an element the kernel never writes cannot pass as a computed value.
+      const size_t n = static_cast<size_t>(kp.numel);
+      if (kp.storage == DType::F64)
+        std::fill_n(static_cast<double*>(b->data(i)), n, std::numeric_limits<double>::quiet_NaN());
+      else if (leir::is_floating(kp.storage))
+        std::fill_n(static_cast<float*>(b->data(i)), n, std::numeric_limits<float>::quiet_NaN());
+      else  // zero, as a fresh mapping would be
+        std::memset(b->data(i), 0, n * leir::byte_size(kp.storage));
       continue;
     }
     const leir::TensorValue* given = leir::find_value(inputs, kp.name, decl.alias);

@@ -14,6 +14,13 @@ namespace steptp::backend::cpu {
 
 // Dense buffers for every known tensor of one program, in one shared anonymous mapping (so a
 // sandboxed child process writes its outputs straight into the parent's memory).
+//
+// Large mappings are reused: verifying and timing candidates binds buffers of the same size
+// again and again, and at bench shapes a fresh mapping costs more (the kernel zeroes and faults
+// in every page, then frees it) than the run it serves. A released mapping is kept for the next
+// KernelBuffers of the same size *in the same process*: a forked child (a sandboxed run, a
+// dataset worker) shares the parent's MAP_SHARED pages, so it never takes the parent's.
+// A reused mapping holds old bytes; CpuProgram::bind writes every element it hands out.
 class KernelBuffers {
  public:
   KernelBuffers(const std::vector<KernelParam>& params);
