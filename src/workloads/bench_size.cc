@@ -1,5 +1,7 @@
 #include "workloads/bench_size.h"
 
+#include "workloads/builder.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -73,6 +75,7 @@ HyperValues draw_bench_hyper(const Workload& w, interp::Rng& rng, const BenchWin
   auto work = [&](const HyperValues& hv) -> int64_t {
     for (const auto& c : w.constraints)
       if (!c.holds(hv)) return -1;
+    ShapesOnly shapes_only;  // the count needs no constant values
     return statement_instances(w.build(hv));
   };
   double lo = -24, hi = 24;

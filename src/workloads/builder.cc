@@ -41,6 +41,14 @@ std::string num(double v) { return leir::format_number(v, false); }
 ProgramBuilder::ProgramBuilder(std::string name, leir::DType float_type)
     : program_name_(std::move(name)), float_type_(float_type) {}
 
+namespace {
+thread_local bool shapes_only = false;
+}  // namespace
+
+ShapesOnly::ShapesOnly() : outer_(shapes_only) { shapes_only = true; }
+ShapesOnly::~ShapesOnly() { shapes_only = outer_; }
+bool ShapesOnly::active() { return shapes_only; }
+
 std::string ProgramBuilder::allocate(const std::string& alias, leir::DType dtype, bool known,
                                      leir::Role role, std::vector<int64_t> shape,
                                      std::optional<std::vector<double>> value) {
@@ -50,12 +58,13 @@ std::string ProgramBuilder::allocate(const std::string& alias, leir::DType dtype
   e.dtype = dtype;
   e.known = known;
   if (known) {
-    e.decl.name = e.name;
-    e.decl.role = role;
-    e.decl.dtype = dtype;
-    e.decl.shape = std::move(shape);
-    e.decl.value = std::move(value);
-    known_.push_back(e.decl);
+    leir::TensorDecl d;
+    d.name = e.name;
+    d.role = role;
+    d.dtype = dtype;
+    d.shape = std::move(shape);
+    if (!ShapesOnly::active()) d.value = std::move(value);
+    known_.push_back(std::move(d));
   }
   aliases_[alias] = e;
   return e.name;

@@ -33,6 +33,21 @@ std::string index_name(size_t k);
 // Python spelling of a real constant ("0.5", "1e-05", "1.0"), as the public code prints numbers.
 std::string num(double v);
 
+// While one is alive on this thread, constant and param values are dropped as they are
+// declared: a program built only to count its work (bench sizing bisects over dozens of shapes,
+// bench_size.h) need not fill and copy tensors of megabytes each time.
+class ShapesOnly {
+ public:
+  ShapesOnly();
+  ~ShapesOnly();
+  ShapesOnly(const ShapesOnly&) = delete;
+  ShapesOnly& operator=(const ShapesOnly&) = delete;
+  static bool active();
+
+ private:
+  bool outer_;
+};
+
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(std::string name, leir::DType float_type = leir::DType::F64);
@@ -89,7 +104,6 @@ class ProgramBuilder {
     std::string name;
     leir::DType dtype;
     bool known;
-    leir::TensorDecl decl;
   };
   std::string allocate(const std::string& alias, leir::DType dtype, bool known, leir::Role role,
                        std::vector<int64_t> shape, std::optional<std::vector<double>> value);

@@ -115,9 +115,9 @@ std::string at(const Value& v, const std::vector<std::string>& idx) {
 
 Value Chain::add(Kind kind, std::vector<int64_t> shape, std::vector<double> value, leir::DType dtype) {
   for (int64_t d : shape) require(d >= 1, "every dimension must be >= 1");
-  Decl d{kind, fmt::format("v{}", decls_.size()), std::move(shape), std::move(value), dtype};
-  decls_.push_back(d);
-  return Value{d.alias, d.shape};
+  if (ShapesOnly::active()) value.clear();
+  decls_.push_back(Decl{kind, fmt::format("v{}", decls_.size()), std::move(shape), std::move(value), dtype});
+  return Value{decls_.back().alias, decls_.back().shape};
 }
 
 Value Chain::input(std::vector<int64_t> shape) { return add(Kind::Input, std::move(shape)); }
@@ -773,9 +773,12 @@ Value attention(Chain& c, const Value& x, Attention kind, const Hp& heads, const
   std::optional<Value> mask;
   auto make_mask = [&] {
     std::vector<double> m;
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < t; ++j) m.push_back(j > i ? 1.0 : 0.0);
-    mask = c.constant({1, 1, t, t}, m, leir::DType::Bool);
+    if (!ShapesOnly::active()) {
+      m.reserve(size_t(t * t));
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < t; ++j) m.push_back(j > i ? 1.0 : 0.0);
+    }
+    mask = c.constant({1, 1, t, t}, std::move(m), leir::DType::Bool);
   };
   std::string X = x.alias;
   auto P = [&](const std::string& line) { c.py(line); };
