@@ -260,7 +260,22 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
   }
   json records = json::array();
   int seq = 0;
-  int root_non_impr = 0;  // beside a tuned path (o.non_improving_per_root)
+  auto improving = [&](size_t i) { return transitions[i].tuner_faster.value_or(transitions[i].improving); };
+  // Beside a tuned path, at most o.non_improving_per_root non-improving steps of the root are
+  // kept: those whose strategy this root's transitions show least (a seeded order among equals),
+  // so the contrast goes to the rare rewrites the search explored, not to a tenth loop step.
+  std::set<size_t> contrast;
+  if (o.non_improving_per_root >= 0) {
+    std::map<std::string, int> strategy_count;
+    for (const auto& t : transitions) strategy_count[t.strategy]++;
+    std::vector<size_t> others;
+    for (size_t i : strategies::choose_indices(transitions.size(), transitions.size(), strategies::mix_seed(seed, 0xc0)))
+      if (transitions[i].path_step == 0 && !improving(i)) others.push_back(i);
+    std::stable_sort(others.begin(), others.end(), [&](size_t a, size_t b) {
+      return strategy_count.at(transitions[a].strategy) < strategy_count.at(transitions[b].strategy);
+    });
+    contrast.insert(others.begin(), others.begin() + std::min<long>(o.non_improving_per_root, long(others.size())));
+  }
   for (int s : state_order) {
     const auto& idx = by_state[s];
     const auto& first = transitions[idx[0]];
@@ -304,7 +319,6 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     for (size_t k : order) visit.push_back(idx[k]);
     // Steps of a tuned path first (they are the trajectory), then improving ones (stable within).
     // A tuned alternative is ranked by the tuner's own measurement where it has one.
-    auto improving = [&](size_t i) { return transitions[i].tuner_faster.value_or(transitions[i].improving); };
     std::stable_sort(visit.begin(), visit.end(), [&](size_t a, size_t b) {
       const auto &ta = transitions[a], &tb = transitions[b];
       if ((ta.path_step > 0) != (tb.path_step > 0)) return ta.path_step > 0;
@@ -316,8 +330,8 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       const bool on_path = t.path_step > 0;
       if (!on_path && per_strat[t.strategy] >= o.per_strategy_per_state) continue;
       if (!on_path && !improving(i) && non_impr >= o.non_improving_per_state) continue;
-      if (!on_path && !improving(i) && o.non_improving_per_root >= 0 && root_non_impr >= o.non_improving_per_root) continue;
-      if (!on_path && !improving(i)) ++non_impr, ++root_non_impr;
+      if (!on_path && !improving(i) && o.non_improving_per_root >= 0 && !contrast.count(i)) continue;
+      if (!on_path && !improving(i)) ++non_impr;
       per_strat[t.strategy]++;
       kept.push_back(i);
     }

@@ -141,12 +141,15 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   std::map<std::string, std::vector<size_t>> untried;  // strategy -> positions in rest
   for (size_t k = 0; k < rest.size(); ++k)
     if (const auto& s = nodes_[size_t(rest[k])].trace.back().strategy; !tried.count(s)) untried[s].push_back(k);
+  // Rarest first: the strategies with the fewest candidates here (an algebraic rewrite with one
+  // site before a loop step with dozens of sites and factors), in a seeded order among equals.
   std::vector<const std::vector<size_t>*> groups;
-  for (const auto& [name, positions] : untried) groups.push_back(&positions);
+  for (size_t g : strategies::choose_indices(untried.size(), untried.size(), strategies::mix_seed(rseed, 0xe8)))
+    groups.push_back(&std::next(untried.begin(), long(g))->second);
+  std::stable_sort(groups.begin(), groups.end(), [](const auto* a, const auto* b) { return a->size() < b->size(); });
   std::vector<char> taken(rest.size(), 0);
-  const int stratified = std::min(room, o_.explore_untried);
-  for (size_t g : strategies::choose_indices(groups.size(), size_t(std::max(0, stratified)),
-                                             strategies::mix_seed(rseed, 0xe8))) {
+  const int stratified = std::min({room, o_.explore_untried, int(groups.size())});
+  for (size_t g = 0; g < size_t(std::max(0, stratified)); ++g) {
     const auto& positions = *groups[g];
     const size_t k = positions[strategies::choose_indices(positions.size(), 1, strategies::mix_seed(rseed, 0xe9 + g))[0]];
     chosen.push_back(rest[k]);

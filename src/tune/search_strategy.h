@@ -11,7 +11,8 @@
 //     not the step.
 //  2. ranks every unmeasured node with the model and picks the `per_round - explore` best plus
 //     `explore` seeded random ones (exploration: the model learns where it is wrong), of which
-//     `explore_untried` are candidates of strategies the search has not tried yet.
+//     `explore_untried` are candidates of strategies the search has not tried yet, the strategies
+//     with the fewest candidates first (the rare rewrites, not the loop steps with many sites).
 // Before round 0, the schedule rules' chains (tune/schedule_rules.h: parallel, vector, both, and
 // register tiling of accumulation nests) add the programs a compiler would try first. Their end
 // nodes are measured first in round 0, so the search and the model start from them; their
