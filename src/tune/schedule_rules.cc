@@ -68,10 +68,12 @@ class ChainBuilder {
 // such step would be one more trajectory step that teaches nothing.
 constexpr double kWorkShare = 0.9;
 
-std::vector<char> heavy_items(const leir::Program& p) {
+// Items marked in `skip` take no part (neither heavy nor counted in the total).
+std::vector<char> heavy_items(const leir::Program& p, const std::vector<char>& skip = {}) {
   std::vector<std::pair<int64_t, size_t>> work;
   int64_t total = 0;
   for (size_t i = 0; i < p.body.size(); ++i) {
+    if (i < skip.size() && skip[i]) continue;
     const int64_t n = workloads::statement_instances(p.body[i]);
     work.push_back({n, i});
     total += n;
@@ -88,8 +90,8 @@ std::vector<char> heavy_items(const leir::Program& p) {
 }
 
 // Any site inside one of the heavy items of `p` (a site's path starts with its top-level item).
-std::function<bool(const Site&)> heavy_site(const leir::Program& p) {
-  return [heavy = heavy_items(p)](const Site& s) {
+std::function<bool(const Site&)> heavy_site(const leir::Program& p, const std::vector<char>& skip = {}) {
+  return [heavy = heavy_items(p, skip)](const Site& s) {
     return !s.path.empty() && s.path[0] >= 0 && size_t(s.path[0]) < heavy.size() && heavy[size_t(s.path[0])];
   };
 }
@@ -278,6 +280,29 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
     for (size_t item = 0; tiled && item < b.program().body.size(); ++item)
       if (heavy[item]) parallelize_if_serial(b, item);
     if (tiled) keep(b);
+  }
+  // Register tiles and annotations together (the block the measurements favour, docs/tune.md):
+  // a program of several heavy nests (a GEMM and its epilogue, attention's two products and its
+  // softmax) needs both, which the search would otherwise reach only step by step.
+  {
+    ChainBuilder b(root, max_steps);
+    bool tiled = false;
+    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, 8, 1);
+    if (tiled) {
+      // The nests left without a register block (rows unrolled, columns vectorized innermost),
+      // the heaviest of them first: what the tiling left to do.
+      std::vector<char> blocked;
+      for (const auto& item : b.program().body) {
+        const auto& loops = item.nest.loops;
+        const bool unrolled = std::any_of(loops.begin(), loops.end(), [](const auto& l) { return leir::to_char(l.kind) == 'U'; });
+        blocked.push_back(item.is_nest() && unrolled && !loops.empty() && leir::to_char(loops.back().kind) == 'V');
+      }
+      const auto at = heavy_site(b.program(), blocked);
+      bool annotated = false;
+      for (std::string_view name : {"loop_parallelization", "loop_vectorization"})
+        while (b.step(name, at)) annotated = true;
+      if (annotated) keep(b);  // else it is the 8 x 1 chain above
+    }
   }
   return out;
 }

@@ -18,7 +18,9 @@
 //    (backend/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
 //    micro-kernel. Three block shapes: 8 rows x 2 vectors, 8 x 1 (on the 2-core AVX-512 VM of
 //    docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved; MetaSchedule's best there
-//    has it too) and 4 x 1.
+//    has it too) and 4 x 1;
+//  * register tiling (8 x 1) then parallel + vector over the heavy nests the tiling left alone
+//    (a GEMM's epilogue, attention's softmax).
 #pragma once
 
 #include <vector>

@@ -147,6 +147,36 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
   EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L2 L48 U8 V32 ", "B8 L4 L48 U8 V16 ", "B16 L4 L48 U4 V16 "}));
 }
 
+TEST(ScheduleRules, TilingAndAnnotationsTogetherReachTheEpilogue) {
+  // A GEMM and a heavy elementwise epilogue: the tiling chains block the GEMM only; one more chain
+  // tiles it and annotates the epilogue too (parallel + vector), so the tuner measures the
+  // program a compiler would build in one trial rather than reaching it step by step.
+  leir::Program root = leir::program_from_text(
+      "input A: f32[64,48]\ninput C: f32[48,64]\noutput E: f32[64,64]\n"
+      "L^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];"
+      "L^{64}_{tx=0}L^{64}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
+      "gemm_epilogue.leir");
+  Machine m = this_machine(1);
+  m.vector_bytes = 64;
+  auto chains = schedule_rule_chains(root, m, 16);
+  ASSERT_EQ(chains.size(), 7u);
+  const auto& both = chains.back();
+  Trace trace;
+  for (const auto& rs : both) trace.push_back(rs.step);
+  const leir::Program& p = both.back().program;
+  EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(p, false));
+  EXPECT_TRUE(verify::verify(root, p, verify::VerifyOptions{.trials = 2, .seed = 4}).equivalent);
+  // The last nest (the epilogue) is parallel and vectorized; the 8 x 1 tiling chain leaves it as is.
+  auto kinds = [](const leir::Program& q) {
+    std::string k;
+    for (const auto& l : q.body.back().nest.loops) k += leir::to_char(l.kind);
+    return k;
+  };
+  EXPECT_EQ(kinds(chains[4].back().program), "LL");
+  EXPECT_EQ(kinds(p), "PV");
+  EXPECT_NE(backend::cpu::generate_cpu_kernel(p, {}).code.find("register block"), std::string::npos);
+}
+
 TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParallelizesABatchOfOne) {
   // A batch of one (B^{1}: one core), 62 output columns: not a whole number of 16-lane vectors.
   leir::Program root = leir::program_from_text(
