@@ -63,6 +63,10 @@ std::optional<std::vector<leir::TensorMap>> RootVerifier::run_f64(const backend:
   CpuWorkLock cpu_work(CpuWorkLock::Mode::Shared);
   backend::cpu::SandboxLimits limits;
   limits.time_limit_s = 120;
+  // One thread: the verdict is the same for any core count (no reduction split across threads),
+  // and these runs share the cores with other work (timing_lock.h), where idle OpenMP threads
+  // spinning at barriers would only take cycles from it.
+  limits.threads = 1;
   std::vector<leir::TensorMap> outs;
   for (const auto& in : inputs_) {
     auto r = backend::cpu::run_sandboxed(p, in, limits);
