@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -264,10 +265,10 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
   // Beside a tuned path, at most o.non_improving_per_root non-improving steps of the root are
   // kept: those whose strategy this root's transitions show least (a seeded order among equals),
   // so the contrast goes to the rare rewrites the search explored, not to a tenth loop step.
+  std::map<std::string, int> strategy_count;  // steps of each strategy among the root's transitions
+  for (const auto& t : transitions) strategy_count[t.strategy]++;
   std::set<size_t> contrast;
   if (o.non_improving_per_root >= 0) {
-    std::map<std::string, int> strategy_count;
-    for (const auto& t : transitions) strategy_count[t.strategy]++;
     std::vector<size_t> others;
     for (size_t i : strategies::choose_indices(transitions.size(), transitions.size(), strategies::mix_seed(seed, 0xc0)))
       if (transitions[i].path_step == 0 && !improving(i)) others.push_back(i);
@@ -343,20 +344,33 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       rec["facts"] = facts_for(rec["answers"][0]["site_item"].get<int>());
       records.push_back(std::move(rec));
     }
-    // One multi-answer record per state: distinct strategies, best modelled cost first.
+    // One multi-answer record per state: distinct strategies, best modelled cost first, and the
+    // last place for the strategy this root's steps show least (the rewrite the search explored
+    // here, beside the better choices; cheapest first among equals).
     // Shortcut policy (dataset/shortcut.h): at most multi_trivial_max trivially applicable
     // strategies per set; the next-cheapest non-trivial steps take the other places.
     std::set<std::string> used;
-    json answers = json::array();
     int trivial = 0;
-    for (size_t i : by_cost) {
-      const auto& t = transitions[i];
-      if (used.count(t.strategy)) continue;
-      if (is_trivial_strategy(t.strategy) && trivial++ >= o.multi_trivial_max) continue;
-      used.insert(t.strategy);
-      answers.push_back(answer_for(i));
-      if (int(answers.size()) >= o.multi_answer_max) break;
-    }
+    std::vector<size_t> picked;
+    auto eligible = [&](size_t i) {
+      const auto& name = transitions[i].strategy;
+      return !used.count(name) && !(is_trivial_strategy(name) && trivial >= o.multi_trivial_max);
+    };
+    auto take = [&](size_t i) {
+      used.insert(transitions[i].strategy);
+      trivial += is_trivial_strategy(transitions[i].strategy);
+      picked.push_back(i);
+    };
+    for (size_t i : by_cost)
+      if (int(picked.size()) + 1 < o.multi_answer_max && eligible(i)) take(i);
+    std::optional<size_t> rarest;
+    for (size_t i : by_cost)
+      if (eligible(i) && (!rarest || strategy_count.at(transitions[i].strategy) <
+                                         strategy_count.at(transitions[*rarest].strategy)))
+        rarest = i;
+    if (rarest) take(*rarest);
+    json answers = json::array();
+    for (size_t i : picked) answers.push_back(answer_for(i));
     if (answers.size() >= 2) {
       json rec = base;
       rec["kind"] = "multi";
