@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,7 +12,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "dataset/dataset.h"
 #include "dataset/measurement.h"
-#include "dataset/shortcut.h"
+#include "dataset/record_selection.h"
 #include "dataset/tuned_trajectory.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
@@ -261,22 +260,10 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
   }
   json records = json::array();
   int seq = 0;
-  auto improving = [&](size_t i) { return transitions[i].tuner_faster.value_or(transitions[i].improving); };
-  // Beside a tuned path, at most o.non_improving_per_root non-improving steps of the root are
-  // kept: those whose strategy this root's transitions show least (a seeded order among equals),
-  // so the contrast goes to the rare rewrites the search explored, not to a tenth loop step.
-  std::map<std::string, int> strategy_count;  // steps of each strategy among the root's transitions
-  for (const auto& t : transitions) strategy_count[t.strategy]++;
-  std::set<size_t> contrast;
-  if (o.non_improving_per_root >= 0) {
-    std::vector<size_t> others;
-    for (size_t i : strategies::choose_indices(transitions.size(), transitions.size(), strategies::mix_seed(seed, 0xc0)))
-      if (transitions[i].path_step == 0 && !improving(i)) others.push_back(i);
-    std::stable_sort(others.begin(), others.end(), [&](size_t a, size_t b) {
-      return strategy_count.at(transitions[a].strategy) < strategy_count.at(transitions[b].strategy);
-    });
-    contrast.insert(others.begin(), others.begin() + std::min<long>(o.non_improving_per_root, long(others.size())));
-  }
+  auto improving = [&](size_t i) { return counts_as_improving(transitions[i]); };
+  const auto strategy_count = strategy_counts(transitions);
+  const std::set<size_t> contrast =
+      o.non_improving_per_root >= 0 ? contrast_steps(transitions, o.non_improving_per_root, seed) : std::set<size_t>{};
   for (int s : state_order) {
     const auto& idx = by_state[s];
     const auto& first = transitions[idx[0]];
@@ -344,31 +331,10 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       rec["facts"] = facts_for(rec["answers"][0]["site_item"].get<int>());
       records.push_back(std::move(rec));
     }
-    // One multi-answer record per state: distinct strategies, best modelled cost first, and the
-    // last place for the strategy this root's steps show least (the rewrite the search explored
-    // here, beside the better choices; cheapest first among equals).
-    // Shortcut policy (dataset/shortcut.h): at most multi_trivial_max trivially applicable
-    // strategies per set; the next-cheapest non-trivial steps take the other places.
-    std::set<std::string> used;
-    int trivial = 0;
-    std::vector<size_t> picked;
-    auto eligible = [&](size_t i) {
-      const auto& name = transitions[i].strategy;
-      return !used.count(name) && !(is_trivial_strategy(name) && trivial >= o.multi_trivial_max);
-    };
-    auto take = [&](size_t i) {
-      used.insert(transitions[i].strategy);
-      trivial += is_trivial_strategy(transitions[i].strategy);
-      picked.push_back(i);
-    };
-    for (size_t i : by_cost)
-      if (int(picked.size()) + 1 < o.multi_answer_max && eligible(i)) take(i);
-    std::optional<size_t> rarest;
-    for (size_t i : by_cost)
-      if (eligible(i) && (!rarest || strategy_count.at(transitions[i].strategy) <
-                                         strategy_count.at(transitions[*rarest].strategy)))
-        rarest = i;
-    if (rarest) take(*rarest);
+    // One multi-answer record per state (record_selection.h): distinct strategies, best modelled
+    // cost first, the last place for the strategy the root's steps show least; at most
+    // multi_trivial_max trivially applicable strategies per set (dataset/shortcut.h).
+    const auto picked = multi_answer_set(transitions, by_cost, strategy_count, o.multi_answer_max, o.multi_trivial_max);
     json answers = json::array();
     for (size_t i : picked) answers.push_back(answer_for(i));
     if (answers.size() >= 2) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -94,8 +95,8 @@ TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
 }
 
 // `explore_untried` of the explored picks of a round are candidates of distinct strategies that
-// nothing chosen before them tried (uniform picks over candidates would mostly take loop steps,
-// which have the most sites and parameters).
+// nothing chosen before them tried, the strategies with the fewest candidates first (uniform
+// picks over candidates would mostly take loop steps, which have the most sites and parameters).
 TEST(EvolutionarySearch, ExplorationTriesStrategiesNotTriedYet) {
   leir::Program root = leir::program_from_text(
       "input A: f32[64,32]\noutput C: f32[64,32]\noutput D: f32[64]\n"
@@ -116,7 +117,33 @@ TEST(EvolutionarySearch, ExplorationTriesStrategiesNotTriedYet) {
       EXPECT_FALSE(before.count(s)) << "seed " << seed << ": " << s << " was tried already";
       EXPECT_TRUE(explored.insert(s).second) << "seed " << seed << ": " << s << " explored twice";
     }
+    // Rarest first: no untried strategy left out has fewer candidates than an explored one (the
+    // candidates the exploration chose from: every node not chosen before it).
+    const std::set<int> first(chosen.begin(), chosen.begin() + 6);
+    std::map<std::string, int> candidates;
+    for (int i = 0; i < int(nodes.size()); ++i) {
+      const auto& n = nodes[size_t(i)];
+      const bool offered = n.state == Node::State::Open || (n.state == Node::State::Selected && !first.count(i));
+      if (offered && !n.trace.empty()) candidates[n.trace.back().strategy]++;
+    }
+    int most_explored = 0;
+    for (const auto& s : explored) most_explored = std::max(most_explored, candidates[s]);
+    for (const auto& [s, n] : candidates)
+      if (!before.count(s) && !explored.count(s)) EXPECT_GE(n, most_explored) << "seed " << seed << ": " << s;
   }
+}
+
+// The rule chains of `root` on a machine with 16 f32 lanes (whatever this CPU has: the chains are
+// a pure function of the machine), and the trace of one chain.
+std::vector<RuleChain> chains_on_avx512(const leir::Program& root) {
+  Machine m = this_machine(1);
+  m.vector_bytes = 64;
+  return schedule_rule_chains(root, m, 16);
+}
+Trace trace_of(const RuleChain& chain) {
+  Trace t;
+  for (const auto& rs : chain) t.push_back(rs.step);
+  return t;
 }
 
 TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInRegisters) {
@@ -124,16 +151,13 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
       "input A: f32[64,48]\ninput C: f32[48,64]\noutput D: f32[64,64]\n"
       "B^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];",
       "gemm.leir");
-  Machine m = this_machine(1);
-  m.vector_bytes = 64;  // 16 f32 lanes, whatever this CPU has: the chain is a pure function of it
-  auto chains = schedule_rule_chains(root, m, 16);
+  auto chains = chains_on_avx512(root);
   // parallel, vector, parallel + vector, then the three register tilings.
   ASSERT_EQ(chains.size(), 6u);
   std::vector<std::string> kinds;
   for (size_t k = 3; k < 6; ++k) {
     const auto& chain = chains[k];
-    Trace trace;
-    for (const auto& rs : chain) trace.push_back(rs.step);
+    const Trace trace = trace_of(chain);
     const leir::Program& tiled = chain.back().program;
     EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
     auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 3, .seed = 3});
@@ -156,13 +180,10 @@ TEST(ScheduleRules, TilingAndAnnotationsTogetherReachTheEpilogue) {
       "L^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];"
       "L^{64}_{tx=0}L^{64}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
       "gemm_epilogue.leir");
-  Machine m = this_machine(1);
-  m.vector_bytes = 64;
-  auto chains = schedule_rule_chains(root, m, 16);
+  auto chains = chains_on_avx512(root);
   ASSERT_EQ(chains.size(), 7u);
   const auto& both = chains.back();
-  Trace trace;
-  for (const auto& rs : both) trace.push_back(rs.step);
+  const Trace trace = trace_of(both);
   const leir::Program& p = both.back().program;
   EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(p, false));
   EXPECT_TRUE(verify::verify(root, p, verify::VerifyOptions{.trials = 2, .seed = 4}).equivalent);
@@ -184,13 +205,10 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
       "B^{1}_{tx=0}L^{8}_{a=0}L^{62}_{c=0}L^{62}_{d=0}L^{3}_{f=0}L^{3}_{g=0}L^{3}_{h=0}"
       "[C^{f32,g}_{tx,a,c,d}=C^{f32,g}_{tx,a,c,d}+W^{f32,g}_{a,f,g,h}*A^{f32,g}_{tx,f,c+g,d+h};];",
       "conv.leir");
-  Machine m = this_machine(1);
-  m.vector_bytes = 64;
-  auto chains = schedule_rule_chains(root, m, 16);
+  auto chains = chains_on_avx512(root);
   // 8 rows x 4 vectors (62 columns, masked tail) exceed 16 accumulators: only the 4-row block.
   ASSERT_EQ(chains.size(), 4u);
-  Trace trace;
-  for (const auto& rs : chains[3]) trace.push_back(rs.step);
+  const Trace trace = trace_of(chains[3]);
   const leir::Program& tiled = chains[3].back().program;
   EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
   auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 2, .seed = 5});
