@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_program.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -81,6 +82,9 @@ class MappingPool {
     return nullptr;
   }
 
+  void lock() { mu_.lock(); }
+  void unlock() { mu_.unlock(); }
+
   // Keeps the mapping (true) or leaves it to the caller to unmap (false).
   bool give(void* base, size_t bytes) {
     if (bytes < kMinBytes) return false;
@@ -114,7 +118,14 @@ class MappingPool {
 };
 
 MappingPool& mapping_pool() {
-  static MappingPool* pool = new MappingPool;  // never destroyed: buffers may outlive statics
+  // Never destroyed: buffers may outlive statics. A fork while another thread holds the pool's
+  // lock would leave the child a lock nobody releases (a measuring child binds buffers), so
+  // forks wait for it: taken before, released after, on both sides.
+  static MappingPool* pool = [] {
+    auto* p = new MappingPool;
+    pthread_atfork([] { mapping_pool().lock(); }, [] { mapping_pool().unlock(); }, [] { mapping_pool().unlock(); });
+    return p;
+  }();
   return *pool;
 }
 
