@@ -71,9 +71,10 @@ backend::TimingStats get_stats(const double* d, int repeats) {
 // drawing them costs as much as a comparison, and nothing else may run while one is timed). Both
 // programs of a pair run on the reference's (A's) inputs when B declares the same inputs (every
 // verified candidate does): the comparison then differs in the program only.
-std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(const std::vector<leir::Program>& programs,
-                                                                const std::vector<std::pair<int, int>>& pairs,
-                                                                uint64_t input_seed) {
+// Pairs with a program that did not build are never run: no inputs are drawn for them.
+std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(
+    const std::vector<leir::Program>& programs, const std::vector<std::pair<int, int>>& pairs,
+    const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& built, uint64_t input_seed) {
   auto signature = [](const leir::Program& p) {
     std::string sig;
     for (const auto& d : p.known)
@@ -90,7 +91,8 @@ std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(const std::vecto
       it->second = std::make_shared<const leir::TensorMap>(interp::generate_inputs(programs[size_t(i)], input_seed));
     inputs[size_t(i)] = it->second;
   };
-  for (auto [a, b] : pairs) fill(a), fill(b);
+  for (auto [a, b] : pairs)
+    if (built[size_t(a)] && built[size_t(b)]) fill(a), fill(b);
   return inputs;
 }
 
@@ -168,7 +170,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
     (built[k].program ? st.compiled : st.compile_failed)++;
   }
 
-  const auto inputs = pair_inputs(programs, pairs, input_seed);
+  const auto inputs = pair_inputs(programs, pairs, progs, input_seed);
   auto tm = Clock::now();
   size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
