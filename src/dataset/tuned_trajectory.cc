@@ -101,12 +101,14 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     search::Cost cost;
   };
   std::map<std::string, OffState> off_states;
+  std::vector<std::string> path_keys;  // trace_key(path, k) for k = 0..L
+  for (size_t k = 0; k <= L; ++k) path_keys.push_back(trace_key(path, k));
   for (const auto& trial : r.history) {
     if (!trial.ok || trial.trace.empty()) continue;
     const size_t k = trial.trace.size() - 1;
     const tune::Trace prefix(trial.trace.begin(), trial.trace.begin() + long(k));
     const std::string prefix_key = trace_key(prefix, k);
-    const bool on_path = k <= L && prefix_key == trace_key(path, k);
+    const bool on_path = k <= L && prefix_key == path_keys[k];
     auto parent_trial = measured.find(prefix_key);
     if (!on_path && parent_trial == measured.end()) continue;
     try {
