@@ -83,7 +83,7 @@ std::vector<json> stored_verdicts(MeasurementStore& store, RootVerifier& verifie
   std::vector<const leir::Program*> todo;
   std::vector<size_t> which;
   for (size_t i = 0; i < cands.size(); ++i) {
-    keys.push_back(measurement_key({"verify", verifier.method(), std::to_string(seed), root_text, *cands[i].text}));
+    keys.push_back(measurement_key({"verify", verifier.identity(), std::to_string(seed), root_text, *cands[i].text}));
     if (auto got = store.get(keys.back())) out[i] = *got;
     else todo.push_back(cands[i].program), which.push_back(i);
   }

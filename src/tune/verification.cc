@@ -12,7 +12,10 @@
 
 namespace steptp::tune {
 namespace {
-constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfile::Ordinary,
+// verify()'s first two input sets: in-domain draws first (the inputs that reach log, sqrt,
+// fractional powers or divisors positive and away from zero; every other input exactly as
+// Ordinary), so a root with such operations gets evidence rather than NaN outputs.
+constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfile::Domain,
                                                              interp::InputProfile::ScaledUp};
 
 // The f64 builds run twice each and are never timed, so they are compiled at -O1: a third of
@@ -31,6 +34,10 @@ backend::cpu::KernelCompiler& f64_compiler() {
 
 RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(root)), seed_(seed) {
   method_ = workloads::statement_instances(root_) <= kInterpreterInstances ? "interpreter" : "compiled-f64";
+}
+
+std::string RootVerifier::identity() const {
+  return method_ == "interpreter" ? method_ : method_ + " inputs=domain,scaled_up";
 }
 
 void RootVerifier::run_root() {

@@ -49,6 +49,9 @@ class RootVerifier {
   // One verdict per candidate; the compiled path builds all candidates in one compiler batch.
   std::vector<Verification> check(const std::vector<const leir::Program*>& candidates);
   const std::string& method() const { return method_; }
+  // What a stored verdict was reached with (tune/facts.h keys verdicts by it): the method and,
+  // for compiled builds, the input sets, so verdicts drawn on other inputs are not reused.
+  std::string identity() const;
 
  private:
   std::vector<backend::cpu::CpuBuildResult> build_f64(const std::vector<const leir::Program*>& ps) const;
