@@ -6,17 +6,22 @@
 #include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
+#include "interp/domains.h"
 #include "interp/inputs.h"
 #include "tune/timing_lock.h"
 #include "workloads/bench_size.h"
 
 namespace steptp::tune {
 namespace {
-// verify()'s first two input sets: in-domain draws first (the inputs that reach log, sqrt,
-// fractional powers or divisors positive and away from zero; every other input exactly as
-// Ordinary), so a root with such operations gets evidence rather than NaN outputs.
-constexpr interp::InputProfile kProfiles[kCompiledTrials] = {interp::InputProfile::Domain,
-                                                             interp::InputProfile::ScaledUp};
+// Input sets of the compiled check. A root whose inputs reach log, sqrt, fractional powers or
+// divisors (interp/domains.h) gets one in-domain set (those inputs positive and away from zero)
+// and one ordinary set: either may be the one with finite outputs (a log of an input needs the
+// first; a log(1 + exp(x @ W)) overflows on positive x and W and needs the second). Any other
+// root gets the ordinary set and one x1e3 (for such a root the in-domain set would be the same).
+std::vector<interp::InputProfile> input_profiles(const leir::Program& root) {
+  if (interp::domain_restricted_inputs(root).empty()) return {interp::InputProfile::Ordinary, interp::InputProfile::ScaledUp};
+  return {interp::InputProfile::Domain, interp::InputProfile::Ordinary};
+}
 
 // The f64 builds run twice each and are never timed, so they are compiled at -O1: a third of
 // the -O3 compile time (most of a tuner trial's cost at bench shapes). Both sides of a
@@ -37,7 +42,8 @@ RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(
 }
 
 std::string RootVerifier::identity() const {
-  return method_ == "interpreter" ? method_ : method_ + " inputs=domain,scaled_up";
+  if (method_ == "interpreter") return method_;
+  return method_ + (input_profiles(root_)[0] == interp::InputProfile::Domain ? " inputs=domain,ordinary" : "");
 }
 
 void RootVerifier::run_root() {
@@ -45,8 +51,9 @@ void RootVerifier::run_root() {
   // (tune/facts.h) never builds the root.
   if (root_ran_) return;
   root_ran_ = true;
+  const auto profiles = input_profiles(root_);
   for (int t = 0; t < kCompiledTrials; ++t)
-    inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), kProfiles[t]));
+    inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), profiles[size_t(t)]));
   auto built = build_f64({&root_});
   if (!built[0].program) {
     root_error_ = "f64 build: " + built[0].error.substr(0, 300);

@@ -6,7 +6,8 @@
 // reference interpreter: verify::verify, the meaning of LEIR. At bench shapes the interpreter
 // needs seconds per candidate, so root and candidate are compiled as f64 builds (every float
 // tensor stored and computed in double: CpuCodegenOptions::all_f64), run in a sandbox on the same
-// seeded inputs (kCompiledTrials input profiles, as verify() draws them), and their outputs
+// seeded inputs (kCompiledTrials input sets: ordinary and x1e3, or in-domain and ordinary for a
+// root whose inputs reach log, sqrt, powers or divisors), and their outputs
 // compared by verify::compare_outputs with the verifier's own element rule and the declared
 // dtype's tolerance.
 //

@@ -48,5 +48,19 @@ TEST(RootVerifier, RestrictedOperationsGetInDomainInputs) {
   EXPECT_NE(v.identity().find("inputs=domain"), std::string::npos);
 }
 
+TEST(RootVerifier, ARootThatOverflowsOnInDomainInputsGetsOrdinaryOnesToo) {
+  // log(1 + exp(1000 x)): in-domain x (0.25..2) overflows exp for most elements, ordinary x
+  // (-1..1) for about a seventh: the ordinary set is the evidence.
+  const auto root = program("softplus", "log(1+exp(A^{f32,g}_{tx,a}*1000))");
+  const auto same = program("softplus2", "log(exp(1000*A^{f32,g}_{tx,a})+1)");
+  RootVerifier v(root, 9);
+  auto r = v.check({&same});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].verified) << r[0].report.error << " (" << verify::to_string(r[0].report.verdict) << ")";
+  EXPECT_GT(r[0].report.finite_share, 0.8);
+  // A root without restricted operations keeps the ordinary and x1e3 sets (its stored verdicts too).
+  EXPECT_EQ(RootVerifier(program("plain", "A^{f32,g}_{tx,a}*3"), 1).identity(), "compiled-f64");
+}
+
 }  // namespace
 }  // namespace steptp::tune
