@@ -294,8 +294,9 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       std::vector<char> blocked;
       for (const auto& item : b.program().body) {
         const auto& loops = item.nest.loops;
-        const bool unrolled = std::any_of(loops.begin(), loops.end(), [](const auto& l) { return leir::to_char(l.kind) == 'U'; });
-        blocked.push_back(item.is_nest() && unrolled && !loops.empty() && leir::to_char(loops.back().kind) == 'V');
+        const bool unrolled =
+            std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) { return l.kind == leir::LoopKind::Unrolled; });
+        blocked.push_back(item.is_nest() && unrolled && loops.back().kind == leir::LoopKind::Vectorized);
       }
       const auto at = heavy_site(b.program(), blocked);
       bool annotated = false;

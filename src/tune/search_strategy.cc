@@ -143,9 +143,10 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
     if (const auto& s = nodes_[size_t(rest[k])].trace.back().strategy; !tried.count(s)) untried[s].push_back(k);
   // Rarest first: the strategies with the fewest candidates here (an algebraic rewrite with one
   // site before a loop step with dozens of sites and factors), in a seeded order among equals.
-  std::vector<const std::vector<size_t>*> groups;
-  for (size_t g : strategies::choose_indices(untried.size(), untried.size(), strategies::mix_seed(rseed, 0xe8)))
-    groups.push_back(&std::next(untried.begin(), long(g))->second);
+  std::vector<const std::vector<size_t>*> by_name, groups;
+  for (const auto& [name, positions] : untried) by_name.push_back(&positions);
+  for (size_t g : strategies::choose_indices(by_name.size(), by_name.size(), strategies::mix_seed(rseed, 0xe8)))
+    groups.push_back(by_name[g]);
   std::stable_sort(groups.begin(), groups.end(), [](const auto* a, const auto* b) { return a->size() < b->size(); });
   std::vector<char> taken(rest.size(), 0);
   const int stratified = std::min({room, o_.explore_untried, int(groups.size())});

@@ -23,6 +23,8 @@ std::vector<interp::InputProfile> input_profiles(const leir::Program& root) {
   return {interp::InputProfile::Domain, interp::InputProfile::Ordinary};
 }
 
+std::string f64_build_error(const backend::cpu::CpuBuildResult& b) { return "f64 build: " + b.error.substr(0, 300); }
+
 // The f64 builds run twice each and are never timed, so they are compiled at -O1: a third of
 // the -O3 compile time (most of a tuner trial's cost at bench shapes). Both sides of a
 // comparison (root and candidate) are built alike, and without -ffast-math either level keeps
@@ -39,11 +41,10 @@ backend::cpu::KernelCompiler& f64_compiler() {
 
 RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(root)), seed_(seed) {
   method_ = workloads::statement_instances(root_) <= kInterpreterInstances ? "interpreter" : "compiled-f64";
-}
-
-std::string RootVerifier::identity() const {
-  if (method_ == "interpreter") return method_;
-  return method_ + (input_profiles(root_)[0] == interp::InputProfile::Domain ? " inputs=domain,ordinary" : "");
+  identity_ = method_;
+  if (method_ == "interpreter") return;
+  profiles_ = input_profiles(root_);
+  if (profiles_[0] == interp::InputProfile::Domain) identity_ += " inputs=domain,ordinary";
 }
 
 void RootVerifier::run_root() {
@@ -51,12 +52,11 @@ void RootVerifier::run_root() {
   // (tune/facts.h) never builds the root.
   if (root_ran_) return;
   root_ran_ = true;
-  const auto profiles = input_profiles(root_);
   for (int t = 0; t < kCompiledTrials; ++t)
-    inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), profiles[size_t(t)]));
+    inputs_.push_back(interp::generate_inputs(root_, verify::trial_seed(seed_, t), profiles_[size_t(t)]));
   auto built = build_f64({&root_});
   if (!built[0].program) {
-    root_error_ = "f64 build: " + built[0].error.substr(0, 300);
+    root_error_ = f64_build_error(built[0]);
     return;
   }
   root_outputs_ = run_f64(*built[0].program, &root_error_);
@@ -118,7 +118,7 @@ std::vector<Verification> RootVerifier::check(const std::vector<const leir::Prog
   for (size_t k = 0; k < which.size(); ++k) {
     auto& r = v[which[k]].report;
     if (!built[k].program) {
-      r.error = "f64 build: " + built[k].error.substr(0, 300);
+      r.error = f64_build_error(built[k]);
       continue;
     }
     auto outs = run_f64(*built[k].program, &r.error);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_program.h"
+#include "interp/inputs.h"
 #include "leir/ast.h"
 #include "leir/values.h"
 #include "verify/verifier.h"
@@ -52,7 +53,7 @@ class RootVerifier {
   const std::string& method() const { return method_; }
   // What a stored verdict was reached with (tune/facts.h keys verdicts by it): the method and,
   // for compiled builds, the input sets, so verdicts drawn on other inputs are not reused.
-  std::string identity() const;
+  const std::string& identity() const { return identity_; }
 
  private:
   std::vector<backend::cpu::CpuBuildResult> build_f64(const std::vector<const leir::Program*>& ps) const;
@@ -65,6 +66,8 @@ class RootVerifier {
   uint64_t seed_;
   bool root_ran_ = false;
   std::string method_;
+  std::string identity_;
+  std::vector<interp::InputProfile> profiles_;  // compiled: the input set of each trial
   std::vector<leir::TensorMap> inputs_;
   std::optional<std::vector<leir::TensorMap>> root_outputs_;
   std::string root_error_;

@@ -19,6 +19,17 @@ leir::Program program(const std::string& name, const std::string& expr) {
                                  name + ".leir");
 }
 
+// The verdict on one candidate, which must be equivalent to the root (the report says why not).
+Verification verified_candidate(RootVerifier& v, const leir::Program& candidate) {
+  auto r = v.check({&candidate});
+  if (r.size() != 1) {
+    ADD_FAILURE() << "one verdict expected, got " << r.size();
+    return {};
+  }
+  EXPECT_TRUE(r[0].verified) << r[0].report.error << " (" << verify::to_string(r[0].report.verdict) << ")";
+  return r[0];
+}
+
 TEST(RootVerifier, CompiledBuildsAcceptAnEquivalentCandidateAndRejectAWrongOne) {
   const auto root = program("root", "A^{f32,g}_{tx,a}*3+1");
   ASSERT_GT(workloads::statement_instances(root), kInterpreterInstances);
@@ -40,10 +51,7 @@ TEST(RootVerifier, RestrictedOperationsGetInDomainInputs) {
   const auto root = program("logs", "log(A^{f32,g}_{tx,a})*2");
   const auto same = program("logs2", "2*log(A^{f32,g}_{tx,a})");
   RootVerifier v(root, 5);
-  auto r = v.check({&same});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_TRUE(r[0].verified) << r[0].report.error << " (" << verify::to_string(r[0].report.verdict) << ")";
-  EXPECT_EQ(r[0].report.finite_share, 1.0);
+  EXPECT_EQ(verified_candidate(v, same).report.finite_share, 1.0);
   // Stored verdicts name the input sets: verdicts reached on other inputs are not reused.
   EXPECT_NE(v.identity().find("inputs=domain"), std::string::npos);
 }
@@ -54,10 +62,7 @@ TEST(RootVerifier, ARootThatOverflowsOnInDomainInputsGetsOrdinaryOnesToo) {
   const auto root = program("softplus", "log(1+exp(A^{f32,g}_{tx,a}*1000))");
   const auto same = program("softplus2", "log(exp(1000*A^{f32,g}_{tx,a})+1)");
   RootVerifier v(root, 9);
-  auto r = v.check({&same});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_TRUE(r[0].verified) << r[0].report.error << " (" << verify::to_string(r[0].report.verdict) << ")";
-  EXPECT_GT(r[0].report.finite_share, 0.8);
+  EXPECT_GT(verified_candidate(v, same).report.finite_share, 0.8);
   // A root without restricted operations keeps the ordinary and x1e3 sets (its stored verdicts too).
   EXPECT_EQ(RootVerifier(program("plain", "A^{f32,g}_{tx,a}*3"), 1).identity(), "compiled-f64");
 }
