@@ -2,6 +2,8 @@
 // public corpus and the reference interpreter — plus cache, batching, sandbox and determinism.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -429,6 +431,54 @@ TEST(CpuBackend, ReusedBuffersStartAsFreshOnes) {
   auto h = run_sandboxed(*built[1].program, in);
   ASSERT_EQ(h.status, RunStatus::Ok) << h.message;
   check_half(h.outputs);
+}
+
+// Global intermediates live in a workspace the kernel keeps between calls (backend/cpu/codegen.cc):
+// a call finds the previous call's values there, so each call must come out the same (an
+// accumulation starts from its identity, never from what is left); a large intermediate is not
+// faulted in again on every call (a 40 MB one is above glibc's largest mmap threshold, so a fresh
+// allocation per call would fault in its ~10,000 pages each time); two threads calling the same
+// kernel at once each get a workspace of their own.
+TEST(CpuBackend, IntermediatesLiveInAWorkspaceKeptBetweenCalls) {
+  constexpr int n = 10'000'000;  // 40 MB of f32 per tensor
+  auto p = parse(fmt::format(
+      "input A: f32[{0}]\noutput D: f32[{0}]\noutput S: f32[1]\n"
+      "B^{{{0}}}_{{tx=0}}[E^{{f32,g}}_{{tx}}=A^{{f32,g}}_{{tx}}*2;];"
+      "L^{{{0}}}_{{a=0}}[T^{{f32,g}}_{{0}}=T^{{f32,g}}_{{0}}+E^{{f32,g}}_{{a}};];"
+      "B^{{{0}}}_{{tx=0}}[D^{{f32,g}}_{{tx}}=E^{{f32,g}}_{{tx}}+1;];L^{{1}}_{{a=0}}[S^{{f32,g}}_{{a}}=T^{{f32,g}}_{{a}};];",
+      n));
+  TempDir dir("cpu-workspace");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({p}, {}, &cc);
+  ASSERT_TRUE(built[0].program) << built[0].error;
+  const auto& prog = *built[0].program;
+  auto in = interp::generate_inputs(p, 5);
+  auto b = prog.bind(in);
+  prog.run(*b);
+  const auto first = prog.outputs(*b);
+  auto faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  const long before = faults();
+  for (int i = 0; i < 4; ++i) prog.run(*b);
+  const long per_call = (faults() - before) / 4;
+  EXPECT_LT(per_call, 1000) << "minor page faults per call";
+  const auto again = prog.outputs(*b);
+  EXPECT_EQ(again.at("S").data, first.at("S").data);  // T summed from its identity every call
+  EXPECT_EQ(again.at("D").data, first.at("D").data);
+
+  // Two threads at once, each on its own buffers: both get the single-threaded result.
+  auto b2 = prog.bind(in);
+  std::thread other([&] {
+    for (int i = 0; i < 3; ++i) prog.run(*b2);
+  });
+  for (int i = 0; i < 3; ++i) prog.run(*b);
+  other.join();
+  EXPECT_EQ(prog.outputs(*b).at("D").data, first.at("D").data);
+  EXPECT_EQ(prog.outputs(*b2).at("D").data, first.at("D").data);
+  EXPECT_EQ(prog.outputs(*b2).at("S").data, first.at("S").data);
 }
 
 TEST(CpuBackend, SandboxReportsCrashTimeoutAndMemory) {

@@ -50,6 +50,7 @@ std::string_view cpu_ctype(DType d) {
 std::string_view cpu_prelude() {
   return R"(// steptp CPU kernel prelude
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -155,9 +156,31 @@ inline float steptp_round_bf16(double xd) {
   std::memcpy(&x, &u, 4);
   return x;
 }
-template <class T> inline T* steptp_alloc(int64_t n) {
-  size_t bytes = (static_cast<size_t>(n) * sizeof(T) + 63) / 64 * 64;
-  return static_cast<T*>(std::aligned_alloc(64, bytes ? bytes : 64));
+// A kernel's global intermediates live in one workspace kept between its calls (as TVM's
+// workspace pool or a framework's caching allocator keeps them): a kernel inside a model does
+// not page its temporaries in afresh on every call, so a timed kernel must not either (a 10 MB
+// intermediate allocated per call ran mul_add 4x slow). A second thread that calls the kernel
+// while the workspace is in use gets its own allocation. Freed when the kernel is unloaded.
+struct steptp_workspace {
+  std::atomic<bool> busy{false};
+  void* data = nullptr;
+  size_t bytes = 0;
+  ~steptp_workspace() { std::free(data); }
+};
+inline char* steptp_workspace_take(steptp_workspace& w, size_t bytes, bool* own) {
+  *own = w.busy.exchange(true, std::memory_order_acquire);
+  if (*own) return static_cast<char*>(std::aligned_alloc(64, bytes));
+  if (w.bytes < bytes) {
+    std::free(w.data);
+    w.data = std::aligned_alloc(64, bytes);
+    w.bytes = w.data ? bytes : 0;
+  }
+  if (!w.data) w.busy.store(false, std::memory_order_release);
+  return static_cast<char*>(w.data);
+}
+inline void steptp_workspace_give(steptp_workspace& w, char* p, bool own) {
+  if (own) std::free(p);
+  else w.busy.store(false, std::memory_order_release);
 }
 }  // namespace
 #pragma omp declare reduction(steptp_max : double : omp_out = steptp_max(omp_out, omp_in)) initializer(omp_priv = -std::numeric_limits<double>::infinity())
@@ -216,7 +239,14 @@ class Emitter : public CExprEmitter {
       line(fmt::format("{0}* __restrict t_{1} = static_cast<{0}*>(args[{2}]);", cpu_ctype(st), d.name, arg++));
       src.params.push_back({d.name, d.dtype, st, d.shape, d.numel(), d.role == leir::Role::Output});
     }
-    std::vector<std::string> frees;
+    // Global intermediates and set flags: 64-byte-aligned slices of the kernel's workspace.
+    std::vector<std::string> slices;
+    int64_t workspace_bytes = 0;
+    auto slice = [&](const std::string& ctype, const std::string& var, int64_t bytes) {
+      slices.push_back(fmt::format("{0}* __restrict {1} = reinterpret_cast<{0}*>(ws_base + {2});", ctype, var,
+                                   workspace_bytes));
+      workspace_bytes += (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+    };
     for (const auto& name : table_.order) {
       const auto& info = table_.at(name);
       if (info.known) continue;
@@ -227,22 +257,17 @@ class Emitter : public CExprEmitter {
                          info.scope == leir::Scope::Shared ? "shared" : "local"));
         stack_.insert(name);
       } else {
-        line(fmt::format("{0}* __restrict t_{1} = steptp_alloc<{0}>({2});", cpu_ctype(st), name, info.numel()));
-        frees.push_back("t_" + name);
+        slice(std::string(cpu_ctype(st)), "t_" + name, bytes);
       }
     }
-    for (const auto& name : plan_.tracked) {
-      // Per-element "set" flags for accumulations whose identity cannot be placed statically.
-      line(fmt::format("uint8_t* m_{0} = steptp_alloc<uint8_t>({1});", name, table_.at(name).numel()));
-      frees.push_back("m_" + name);
-    }
-    if (!frees.empty()) {
-      std::string cond;
-      for (const auto& f : frees) cond += (cond.empty() ? "!" : " || !") + f;
-      line(fmt::format("if ({}) {{", cond));
-      for (const auto& f : frees) line("  std::free(" + f + ");");
-      line("  return 1;");
-      line("}");
+    // Per-element "set" flags for accumulations whose identity cannot be placed statically.
+    for (const auto& name : plan_.tracked) slice("uint8_t", "m_" + name, table_.at(name).numel());
+    if (workspace_bytes > 0) {
+      line("static steptp_workspace ws;");
+      line("bool ws_own = false;");
+      line(fmt::format("char* ws_base = steptp_workspace_take(ws, {}, &ws_own);", workspace_bytes));
+      line("if (!ws_base) return 1;");
+      for (const auto& s : slices) line(s);
     }
     for (const auto& name : plan_.tracked)
       line(fmt::format("std::memset(m_{}, 0, {});", name, table_.at(name).numel()));
@@ -251,7 +276,7 @@ class Emitter : public CExprEmitter {
       for (const auto& site : plan_.init_before[i]) emit_init(site);
       emit_item(p_.body[i]);
     }
-    for (const auto& f : frees) line("std::free(" + f + ");");
+    if (workspace_bytes > 0) line("steptp_workspace_give(ws, ws_base, ws_own);");
     line("return 0;");
     out_ += "}\n";
     src.code = std::move(out_);
