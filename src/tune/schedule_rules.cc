@@ -38,6 +38,7 @@ class ChainBuilder {
     }
   }
   const leir::Program& program() const { return cur_; }
+  size_t size() const { return chain_.size(); }
   RuleChain take() { return std::move(chain_); }
 
  private:
@@ -165,6 +166,7 @@ struct TileShape {
   std::vector<std::string> reductions;
 };
 
+// rows == 0: only `col` and `reductions` are wanted (`row` stays empty).
 std::optional<TileShape> tile_shape(const leir::Program& p, size_t item, int64_t rows) {
   if (!p.body[item].is_nest()) return std::nullopt;
   const leir::Nest& n = p.body[item].nest;
@@ -188,6 +190,7 @@ std::optional<TileShape> tile_shape(const leir::Program& p, size_t item, int64_t
     if (!uses(l.var)) t.reductions.push_back(l.var);
   }
   if (t.col.empty() || t.reductions.empty()) return std::nullopt;
+  if (rows == 0) return t;  // no block rows wanted
   for (const auto& l : n.loops)
     if (uses(l.var) && l.var != t.col && l.kind != leir::LoopKind::Vectorized && l.extent % rows == 0) t.row = l.var;
   if (t.row.empty()) return std::nullopt;
@@ -252,6 +255,43 @@ bool register_tile(ChainBuilder& b, size_t& item, int vector_bytes, int64_t rows
   return true;
 }
 
+// The accumulation of top-level nest `item` vectorized along the output's unit-stride loop with
+// every reduction loop moved outside it (x @ W^T's W transposed first, as for a register block):
+// each vector then accumulates contiguous outputs with no gather and no horizontal sum. This is
+// the schedule for extents that do not divide into register blocks — bench draws such as a
+// 1905 x 26 @ 26 x 2426 matmul (1905 and 2426 divide by neither 4 nor 16) — which the tiling
+// chains leave to the search; the vector loop keeps its remainder.
+bool vectorize_accumulation(ChainBuilder& b, size_t& item) {
+  auto shape = tile_shape(b.program(), item, 0);
+  if (!shape) return false;
+  if (transpose_strided_input(b, item, shape->col) && !(shape = tile_shape(b.program(), item, 0))) return false;
+  std::vector<std::string> target;
+  for (const auto& l : b.program().body[item].nest.loops)
+    if (l.var != shape->col &&
+        std::find(shape->reductions.begin(), shape->reductions.end(), l.var) == shape->reductions.end())
+      target.push_back(l.var);
+  target.insert(target.end(), shape->reductions.begin(), shape->reductions.end());
+  target.push_back(shape->col);
+  if (!reorder_to(b, item, target)) return false;
+  if (!b.step("loop_vectorization", loop_site(b.program(), item, shape->col))) return false;
+  parallelize_if_serial(b, item);
+  return true;
+}
+
+// The heavy top-level items not marked in `done`: each parallel when none of its loops is
+// (a B loop already runs on every core, and a P loop inside it would only nest teams), then
+// every innermost independent loop vectorized. Whether a step was taken.
+bool annotate_heavy_rest(ChainBuilder& b, const std::vector<char>& done) {
+  const size_t before = b.size();
+  const auto heavy = heavy_items(b.program(), done);
+  for (size_t item = 0; item < heavy.size(); ++item)
+    if (heavy[item]) parallelize_if_serial(b, item);
+  const auto at = heavy_site(b.program(), done);
+  while (b.step("loop_vectorization", at)) {
+  }
+  return b.size() > before;
+}
+
 }  // namespace
 
 std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps) {
@@ -298,11 +338,21 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
             std::any_of(loops.begin(), loops.end(), [](const leir::Loop& l) { return l.kind == leir::LoopKind::Unrolled; });
         blocked.push_back(item.is_nest() && unrolled && loops.back().kind == leir::LoopKind::Vectorized);
       }
-      const auto at = heavy_site(b.program(), blocked);
-      bool annotated = false;
-      for (std::string_view name : {"loop_parallelization", "loop_vectorization"})
-        while (b.step(name, at)) annotated = true;
-      if (annotated) keep(b);  // else it is the 8 x 1 chain above
+      if (annotate_heavy_rest(b, blocked)) keep(b);  // else it is the 8 x 1 chain above
+    }
+  }
+  // Accumulations vectorized along their unit-stride output loop (no register block), then the
+  // other heavy nests annotated.
+  {
+    ChainBuilder b(root, max_steps);
+    bool any = false;
+    for (size_t item = 0; item < b.program().body.size(); ++item) any |= vectorize_accumulation(b, item);
+    if (any) {
+      std::vector<char> vectorized;
+      for (const auto& item : b.program().body)
+        vectorized.push_back(item.is_nest() && item.nest.loops.back().kind == leir::LoopKind::Vectorized);
+      annotate_heavy_rest(b, vectorized);
+      keep(b);
     }
   }
   return out;

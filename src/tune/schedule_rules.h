@@ -20,7 +20,12 @@
 //    docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved; MetaSchedule's best there
 //    has it too) and 4 x 1;
 //  * register tiling (8 x 1) then parallel + vector over the heavy nests the tiling left alone
-//    (a GEMM's epilogue, attention's softmax).
+//    (a GEMM's epilogue, attention's softmax);
+//  * every accumulation vectorized along its output's unit-stride loop with its reduction loops
+//    moved outside that loop (no register block: the schedule for extents that divide into no
+//    block, as bench draws often do), then parallel + vector over the other heavy nests.
+// "parallel" over a nest whose loops already run on every core (a B loop) adds nothing: the
+// chains that follow a tiling parallelize only nests with no parallel loop.
 #pragma once
 
 #include <vector>

@@ -152,8 +152,8 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
       "B^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];",
       "gemm.leir");
   auto chains = chains_on_avx512(root);
-  // parallel, vector, parallel + vector, then the three register tilings.
-  ASSERT_EQ(chains.size(), 6u);
+  // parallel, vector, parallel + vector, the three register tilings, the vectorized accumulation.
+  ASSERT_EQ(chains.size(), 7u);
   std::vector<std::string> kinds;
   for (size_t k = 3; k < 6; ++k) {
     const auto& chain = chains[k];
@@ -181,8 +181,8 @@ TEST(ScheduleRules, TilingAndAnnotationsTogetherReachTheEpilogue) {
       "L^{64}_{tx=0}L^{64}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
       "gemm_epilogue.leir");
   auto chains = chains_on_avx512(root);
-  ASSERT_EQ(chains.size(), 7u);
-  const auto& both = chains.back();
+  ASSERT_EQ(chains.size(), 8u);
+  const auto& both = chains[6];
   const Trace trace = trace_of(both);
   const leir::Program& p = both.back().program;
   EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(p, false));
@@ -206,8 +206,9 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
       "[C^{f32,g}_{tx,a,c,d}=C^{f32,g}_{tx,a,c,d}+W^{f32,g}_{a,f,g,h}*A^{f32,g}_{tx,f,c+g,d+h};];",
       "conv.leir");
   auto chains = chains_on_avx512(root);
-  // 8 rows x 4 vectors (62 columns, masked tail) exceed 16 accumulators: only the 4-row block.
-  ASSERT_EQ(chains.size(), 4u);
+  // 8 rows x 4 vectors (62 columns, masked tail) exceed 16 accumulators: only the 4-row block
+  // (then the vectorized accumulation).
+  ASSERT_EQ(chains.size(), 5u);
   const Trace trace = trace_of(chains[3]);
   const leir::Program& tiled = chains[3].back().program;
   EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
@@ -220,6 +221,35 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
   EXPECT_EQ(kinds, "B1 P2 L62 L3 L3 L3 U4 V62 ");
   const std::string code = backend::cpu::generate_cpu_kernel(tiled, {}).code;
   EXPECT_NE(code.find("b_C[248];  // register block"), std::string::npos);
+}
+
+TEST(ScheduleRules, AnAccumulationThatDoesNotDivideIntoBlocksIsVectorizedAlongItsOutputRow) {
+  // A bench-style draw: 7 x 5 @ 5 x 13 (7 divides by neither 8 nor 4, 13 by no vector), then a
+  // heavy elementwise epilogue. No register block fits; the accumulation chain moves the
+  // reduction outside the output's unit-stride loop and vectorizes that loop (remainder kept),
+  // then annotates the epilogue.
+  leir::Program root = leir::program_from_text(
+      "input A: f32[7,5]\ninput C: f32[5,13]\noutput E: f32[7,13]\n"
+      "B^{7}_{tx=0}L^{13}_{a=0}L^{5}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];"
+      "B^{7}_{tx=0}L^{13}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
+      "odd_gemm.leir");
+  auto chains = chains_on_avx512(root);
+  ASSERT_EQ(chains.size(), 4u);  // parallel, vector, parallel + vector, the vectorized accumulation
+  const auto& chain = chains.back();
+  const leir::Program& p = chain.back().program;
+  EXPECT_EQ(leir::program_to_text(replay(root, trace_of(chain)), false), leir::program_to_text(p, false));
+  auto rep = verify::verify(root, p, verify::VerifyOptions{.trials = 3, .seed = 6});
+  EXPECT_TRUE(rep.equivalent) << rep.error;
+  std::vector<std::string> strategies;
+  for (const auto& rs : chain) strategies.push_back(rs.step.strategy);
+  EXPECT_EQ(strategies, (std::vector<std::string>{"loop_reorder", "loop_vectorization", "loop_vectorization"}));
+  auto loops = [](const leir::Nest& n) {
+    std::string k;
+    for (const auto& l : n.loops) k += fmt::format("{}{} ", leir::to_char(l.kind), l.extent);
+    return k;
+  };
+  EXPECT_EQ(loops(p.body[0].nest), "B7 L5 V13 ");  // the reduction outside, the output row vectorized
+  EXPECT_EQ(loops(p.body[1].nest), "B7 V13 ");
 }
 
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
