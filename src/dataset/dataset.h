@@ -93,6 +93,9 @@ struct GenerateOptions {
   // Bench-class measured runs: every root's naive program runs at least this long on one core
   // here (dataset/root_sizing.h); 0 = no sizing.
   double min_root_ms = 0;
+  // Measured bench runs: leave out roots whose headroom (naive one-core time over an all-core copy
+  // of their inputs and outputs, dataset/root_headroom.h) is below this; 0 = keep every root.
+  double min_headroom = 0;
   std::string measurements;         // measurement store (SQLite); empty = OUT/measurements.sqlite
   // Testing: stop (exit without export) after this many roots were finished in this run.
   int stop_after = -1;

@@ -24,6 +24,7 @@
 #include "dataset/filter.h"
 #include "dataset/split.h"
 #include "dataset/measurement.h"
+#include "dataset/root_headroom.h"
 #include "dataset/root_sizing.h"
 #include "dataset/sharding.h"
 #include "dataset/workers.h"
@@ -57,6 +58,7 @@ void validate(const GenerateOptions& o) {
   if (o.out_dir.empty()) bad("--out must not be empty");
   if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
   if (!(o.min_root_ms >= 0) || o.min_root_ms > 1000) bad("--min-root-ms must be in [0, 1000]");
+  if (!(o.min_headroom >= 0) || o.min_headroom > 1e6) bad("--min-headroom must be in [0, 1000000]");
   if (o.composites < 0) bad("--composites must be >= 0");
   if (o.beam < 1 || o.beam > 64) bad("--beam must be in [1, 64]");
   if (o.depth < 1 || o.depth > 16) bad("--depth must be in [1, 16]");
@@ -103,8 +105,9 @@ std::vector<RootSizing> size_roots(std::vector<Root>& roots, const GenerateOptio
   json plan = json::object();
   if (cluster.rank() == 0) {
     sizing = size_roots_by_measurement(roots, o, measurement_store_path(o), skipped);
+    screen_roots_by_headroom(roots, sizing, o, measurement_store_path(o), skipped);
     for (size_t i = 0; i < roots.size(); ++i)
-      plan[roots[i].key] = {sizing[i].naive_ms_one_thread, sizing[i].bench_doublings};
+      plan[roots[i].key] = {sizing[i].naive_ms_one_thread, sizing[i].bench_doublings, sizing[i].traffic_ms};
   }
   if (cluster.size() == 1) return sizing;
   plan = json::parse(cluster.all_gather(cluster.rank() == 0 ? plan.dump() : "").at(0));
@@ -114,7 +117,7 @@ std::vector<RootSizing> size_roots(std::vector<Root>& roots, const GenerateOptio
     if (!plan.contains(r.key)) continue;  // rank 0 left it out
     const int doublings = plan[r.key][1].get<int>();
     if (doublings > 0) r.program = emit_root_program(r, o.size, doublings);
-    sizing.push_back({plan[r.key][0].get<double>(), doublings});
+    sizing.push_back({plan[r.key][0].get<double>(), doublings, plan[r.key][2].get<double>()});
     kept.push_back(std::move(r));
   }
   roots = std::move(kept);
@@ -293,6 +296,10 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     if (sizing[size_t(i)].naive_ms_one_thread > 0) {
       rs["naive_ms_one_thread"] = sizing[size_t(i)].naive_ms_one_thread;
       rs["bench_doublings"] = sizing[size_t(i)].bench_doublings;
+    }
+    if (sizing[size_t(i)].traffic_ms > 0) {
+      rs["traffic_ms_all_cores"] = sizing[size_t(i)].traffic_ms;
+      rs["headroom"] = headroom(sizing[size_t(i)]);
     }
     root_stats.push_back(std::move(rs));
     if (p["stats"].value("root_inconclusive", false))

@@ -25,6 +25,7 @@ namespace steptp::dataset {
 struct RootSizing {
   double naive_ms_one_thread = 0;  // 0: not measured
   int bench_doublings = 0;
+  double traffic_ms = 0;  // all-core copy time of its inputs and outputs (dataset/root_headroom.h); 0: not measured
 };
 
 // Sizes `roots` in place (the same order; left-out roots are removed and appended to `skipped`

@@ -7,12 +7,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "workloads/bench_size.h"
+#include "workloads/workload.h"
 
 namespace steptp::dataset::testing {
 
@@ -56,6 +59,24 @@ inline GenerateOptions small_search(const std::string& out, uint64_t seed, int p
   o.params_per_site = 1;
   o.verify_trials = 2;
   o.eval_fraction = 0.4;
+  return o;
+}
+
+// A built-in workload's root at bench shapes in f32, as `generate` draws it.
+inline Root bench_root(const char* name, uint64_t seed) {
+  const workloads::Workload* w = workloads::find_workload(name);
+  if (!w) throw std::invalid_argument(std::string("no workload ") + name);
+  Root r{std::string("w/") + name, w->family, {}, w, seed};
+  r.program = workloads::to_f32(workloads::emit(*w, seed, workloads::SizeClass::Bench));
+  return r;
+}
+
+// Options of a measured bench run that sizes its roots against `min_ms`.
+inline GenerateOptions bench_sizing_options(double min_ms) {
+  GenerateOptions o;
+  o.size = workloads::SizeClass::Bench;
+  o.measured = true;
+  o.min_root_ms = min_ms;
   return o;
 }
 

@@ -23,21 +23,7 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-Root bench_root(const char* name, uint64_t seed) {
-  const workloads::Workload* w = workloads::find_workload(name);
-  EXPECT_NE(w, nullptr) << name;
-  Root r{std::string("w/") + name, w->family, {}, w, seed};
-  r.program = workloads::to_f32(workloads::emit(*w, seed, workloads::SizeClass::Bench));
-  return r;
-}
-
-GenerateOptions sizing_options(double min_ms) {
-  GenerateOptions o;
-  o.size = workloads::SizeClass::Bench;
-  o.measured = true;
-  o.min_root_ms = min_ms;
-  return o;
-}
+using testing::bench_root;
 
 std::string text(const leir::Program& p) { return leir::program_to_text(p, false); }
 
@@ -52,7 +38,7 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
   std::vector<Root> roots{bench_root("matmul_small_k", 5)};
   const std::string drawn = text(roots[0].program);
   json skipped = json::array();
-  auto base = size_roots_by_measurement(roots, sizing_options(1e-6), store, &skipped);
+  auto base = size_roots_by_measurement(roots, testing::bench_sizing_options(1e-6), store, &skipped);
   ASSERT_EQ(roots.size(), 1u);
   ASSERT_GT(base[0].naive_ms_one_thread, 0);
   EXPECT_EQ(base[0].bench_doublings, 0);
@@ -60,7 +46,7 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
 
   // A floor three times above it: at least two doublings of work, measured above the floor.
   const double floor_ms = 3 * base[0].naive_ms_one_thread;
-  auto sized = size_roots_by_measurement(roots, sizing_options(floor_ms), store, &skipped);
+  auto sized = size_roots_by_measurement(roots, testing::bench_sizing_options(floor_ms), store, &skipped);
   ASSERT_EQ(roots.size(), 1u) << skipped.dump();
   EXPECT_GE(sized[0].bench_doublings, 2);
   EXPECT_GE(sized[0].naive_ms_one_thread, floor_ms);
@@ -71,7 +57,7 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
 
   // A rerun from the same draw with the same store: the same decisions, no new measurement.
   std::vector<Root> again{bench_root("matmul_small_k", 5)};
-  auto resized = size_roots_by_measurement(again, sizing_options(floor_ms), store, &skipped);
+  auto resized = size_roots_by_measurement(again, testing::bench_sizing_options(floor_ms), store, &skipped);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(text(again[0].program), grown);
   EXPECT_EQ(resized[0].bench_doublings, sized[0].bench_doublings);
@@ -82,7 +68,7 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
   composite[0].key = "c/0";
   composite[0].workload = nullptr;
   skipped = json::array();
-  size_roots_by_measurement(composite, sizing_options(floor_ms), store, &skipped);
+  size_roots_by_measurement(composite, testing::bench_sizing_options(floor_ms), store, &skipped);
   EXPECT_TRUE(composite.empty());
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_EQ(skipped[0]["key"], "c/0");
@@ -90,9 +76,9 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
 
   // Off (0), unmeasured or not the bench class: nothing is timed or changed.
   std::vector<Root> untouched{bench_root("matmul_small_k", 5)};
-  auto off = sizing_options(0);
+  auto off = testing::bench_sizing_options(0);
   EXPECT_EQ(size_roots_by_measurement(untouched, off, store, nullptr)[0].naive_ms_one_thread, 0);
-  off = sizing_options(floor_ms);
+  off = testing::bench_sizing_options(floor_ms);
   off.measured = false;
   EXPECT_EQ(size_roots_by_measurement(untouched, off, store, nullptr)[0].naive_ms_one_thread, 0);
   EXPECT_EQ(text(untouched[0].program), drawn);

@@ -1,0 +1,90 @@
+#include "dataset/root_headroom.h"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "backend/measure/memory_traffic.h"
+#include "leir/types.h"
+#include "tune/database.h"
+#include "tune/machine.h"
+#include "tune/timing_lock.h"
+
+namespace steptp::dataset {
+namespace {
+
+using nlohmann::json;
+
+backend::MeasureOptions traffic_options(int threads) {
+  backend::MeasureOptions mo;
+  mo.threads = threads;
+  mo.warmup = 2;
+  mo.min_repeats = 5;
+  mo.min_time_s = 0.02;
+  mo.max_time_s = 0.5;
+  return mo;
+}
+
+}  // namespace
+
+UnavoidableTraffic unavoidable_traffic(const leir::Program& p) {
+  UnavoidableTraffic t;
+  for (const auto& d : p.known) {
+    const int64_t bytes = d.numel() * leir::byte_size(d.dtype);
+    if (d.role == leir::Role::Output) t.write_bytes += bytes;
+    else if (d.role != leir::Role::Constant) t.read_bytes += bytes;
+  }
+  return t;
+}
+
+double headroom(const RootSizing& s) {
+  return s.naive_ms_one_thread > 0 && s.traffic_ms > 0 ? s.naive_ms_one_thread / s.traffic_ms : 0;
+}
+
+void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>& sizing, const GenerateOptions& o,
+                              const std::string& store_path, json* skipped) {
+  if (!(o.min_headroom > 0) || !o.measured || o.size != workloads::SizeClass::Bench) return;
+  tune::MeasurementStore store(store_path);
+  const auto mo = traffic_options(o.measure_threads);
+  const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
+  const std::string config = fmt::format("memory-traffic warmup={} repeats={} min={} max={}", mo.warmup,
+                                         mo.min_repeats, mo.min_time_s, mo.max_time_s);
+  std::optional<tune::TimingLock> machine_wide;
+  std::optional<tune::CpuWorkLock> all_cores;
+  std::vector<Root> kept;
+  std::vector<RootSizing> kept_sizing;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const auto traffic = unavoidable_traffic(roots[i].program);
+    const std::string key = tune::measurement_key(
+        {machine, fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes), config});
+    auto found = store.get(key);
+    if (!found) {
+      if (!machine_wide) {  // taken once, for every copy this stage times
+        machine_wide.emplace();
+        if (o.measure_threads >= tune::core_count()) all_cores.emplace(tune::CpuWorkLock::Mode::Exclusive);
+      }
+      const auto t = backend::measure_memory_traffic(traffic.read_bytes, traffic.write_bytes, mo);
+      store.put_all({{key, json{{"median_ms", t.median_ms}}}});
+      found = store.get(key);  // another worker's entry wins
+    }
+    sizing[i].traffic_ms = (*found)["median_ms"].get<double>();
+    const double h = headroom(sizing[i]);
+    if (h > 0 && h < o.min_headroom) {
+      if (skipped)
+        skipped->push_back({{"key", roots[i].key},
+                            {"reason", fmt::format("headroom {:.3g} below --min-headroom {}: naive program {:.3g} ms on "
+                                                   "one core, a copy of its {:.3g} MB of inputs and outputs {:.3g} ms "
+                                                   "on {} cores",
+                                                   h, o.min_headroom, sizing[i].naive_ms_one_thread,
+                                                   double(traffic.read_bytes + traffic.write_bytes) / 1e6,
+                                                   sizing[i].traffic_ms, o.measure_threads)}});
+      continue;
+    }
+    kept.push_back(std::move(roots[i]));
+    kept_sizing.push_back(sizing[i]);
+  }
+  roots = std::move(kept);
+  sizing = std::move(kept_sizing);
+}
+
+}  // namespace steptp::dataset
