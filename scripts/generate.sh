@@ -11,4 +11,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 STEPTP_TESTS=OFF scripts/build.sh steptp
-build/src/steptp generate --profile tuned --programs 60 --composites 4 --out "${OUT:-out}" --jobs "$(nproc)" "$@"
+build/src/steptp generate --profile tuned --programs 92 --composites 4 --out "${OUT:-out}" --jobs "$(nproc)" "$@"

@@ -99,7 +99,7 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--min-headroom", o->min_headroom,
                  "bench shapes, measured: leave out a root whose naive one-core time is below this many times an "
                  "all-core copy of its inputs and outputs, which bounds any speedup over it (0 = off; the tuned "
-                 "profiles use 8)")
+                 "profiles use 16)")
       ->capture_default_str();
   sub.add_option("--improve-threshold", o->improve_threshold,
                  "measured speedup over the parent from which a step is labelled improving")->capture_default_str();

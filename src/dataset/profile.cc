@@ -12,9 +12,9 @@ const std::vector<Profile>& profiles() {
       {"quick", "tiny shapes, analytic beam search, every record re-measured (minutes on a laptop)", SizeClass::Tiny,
        Trajectories::Search, 16, -1, 4, true, 1, 0.003, 12, -1, 0, 0},
       {"tuned", "bench shapes in f32 (~1-50 ms naive), steptp tune per root (16 measured trials), all cores",
-       SizeClass::Bench, Trajectories::Tune, 16, -1, 4, false, 0, 0.02, 1, 1, 1.0, 8},
+       SizeClass::Bench, Trajectories::Tune, 16, -1, 4, false, 0, 0.02, 1, 1, 1.0, 16},
       {"paper", "tuned at the public Step-TP dataset's scale: every workload plus composites, 6,300 roots",
-       SizeClass::Bench, Trajectories::Tune, 16, -1, -6300, false, 0, 0.02, 1, 1, 1.0, 8},
+       SizeClass::Bench, Trajectories::Tune, 16, -1, -6300, false, 0, 0.02, 1, 1, 1.0, 16},
   };
   return p;
 }
