@@ -54,6 +54,11 @@ void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>&
   std::vector<Root> kept;
   std::vector<RootSizing> kept_sizing;
   for (size_t i = 0; i < roots.size(); ++i) {
+    if (!(sizing[i].naive_ms_one_thread > 0)) {  // not sized (a failed build is reported later): kept
+      kept.push_back(std::move(roots[i]));
+      kept_sizing.push_back(sizing[i]);
+      continue;
+    }
     const auto traffic = unavoidable_traffic(roots[i].program);
     const std::string key = tune::measurement_key(
         {machine, fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes), config});

@@ -81,6 +81,13 @@ TEST(RootHeadroom, AMemoryBoundRootIsLeftOutAndAComputeBoundOneKept) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(resized[0].traffic_ms, sizing[0].traffic_ms);
   EXPECT_EQ(skipped_again, skipped);
+
+  // A root that was not sized (no naive time) is kept as it is, nothing measured for it.
+  std::vector<Root> unsized{testing::bench_root("relu6", 3)};
+  std::vector<RootSizing> none(1);
+  screen_roots_by_headroom(unsized, none, o, store, nullptr);
+  EXPECT_EQ(unsized.size(), 1u);
+  EXPECT_EQ(none[0].traffic_ms, 0);
   fs::remove_all(dir.parent_path());
 }
 
