@@ -366,7 +366,10 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     to.runner = o.tune_runner ? o.tune_runner : &runner;
     to.time_trajectory = false;
     // The explored candidates of each round are of strategies the search has not tried yet, so
-    // the records measure the strategies that apply here but rarely make a program faster too.
+    // the records measure the strategies that apply here but rarely make a program faster too;
+    // three of a round's eight (the rule chains fill most of the first round, so `steptp tune`'s
+    // two left ~2-4 per root, and the main job covered 33-38 strategies by chance).
+    to.search.explore = 3;
     to.search.explore_untried = to.search.explore;
     auto t0 = std::chrono::steady_clock::now();
     auto tuned = tune::tune(r.program, to);
