@@ -12,4 +12,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 STEPTP_TESTS=OFF scripts/build.sh steptp
-build/src/steptp generate --profile tuned --programs 88 --composites 4 --per-strategy-cap 45 --multi-per-strategy-cap 50 --out "${OUT:-out}" --jobs "$(nproc)" "$@"
+build/src/steptp generate --profile tuned --programs 92 --composites 4 --per-strategy-cap 45 --multi-per-strategy-cap 50 --out "${OUT:-out}" --jobs "$(nproc)" "$@"
