@@ -146,6 +146,26 @@ Trace trace_of(const RuleChain& chain) {
   return t;
 }
 
+// D = A @ C (m x k @ k x n) accumulated, then a heavy elementwise epilogue E = tanh(D) * D; the
+// outer loop of both nests is `outer` ("L" serial, "B" bound).
+leir::Program gemm_with_epilogue(int m, int k, int n, const std::string& outer) {
+  return leir::program_from_text(
+      fmt::format("input A: f32[{0},{1}]\ninput C: f32[{1},{2}]\noutput E: f32[{0},{2}]\n"
+                  "{3}^{{{0}}}_{{tx=0}}L^{{{2}}}_{{a=0}}L^{{{1}}}_{{c=0}}"
+                  "[D^{{f32,g}}_{{tx,a}}=D^{{f32,g}}_{{tx,a}}+A^{{f32,g}}_{{tx,c}}*C^{{f32,g}}_{{c,a}};];"
+                  "{3}^{{{0}}}_{{tx=0}}L^{{{2}}}_{{a=0}}[E^{{f32,g}}_{{tx,a}}=tanh(D^{{f32,g}}_{{tx,a}})*D^{{f32,g}}_{{tx,a}};];",
+                  m, k, n, outer),
+      "gemm_epilogue.leir");
+}
+
+// A chain's steps replay from the root to its last program, which the verifier accepts.
+void expect_replays_and_verifies(const leir::Program& root, const RuleChain& chain, uint64_t seed) {
+  const leir::Program& p = chain.back().program;
+  EXPECT_EQ(leir::program_to_text(replay(root, trace_of(chain)), false), leir::program_to_text(p, false));
+  auto rep = verify::verify(root, p, verify::VerifyOptions{.trials = 2, .seed = seed});
+  EXPECT_TRUE(rep.equivalent) << rep.error;
+}
+
 TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInRegisters) {
   leir::Program root = leir::program_from_text(
       "input A: f32[64,48]\ninput C: f32[48,64]\noutput D: f32[64,64]\n"
@@ -175,18 +195,12 @@ TEST(ScheduleRules, TilingAndAnnotationsTogetherReachTheEpilogue) {
   // A GEMM and a heavy elementwise epilogue: the tiling chains block the GEMM only; one more chain
   // tiles it and annotates the epilogue too (parallel + vector), so the tuner measures the
   // program a compiler would build in one trial rather than reaching it step by step.
-  leir::Program root = leir::program_from_text(
-      "input A: f32[64,48]\ninput C: f32[48,64]\noutput E: f32[64,64]\n"
-      "L^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];"
-      "L^{64}_{tx=0}L^{64}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
-      "gemm_epilogue.leir");
+  const leir::Program root = gemm_with_epilogue(64, 48, 64, "L");
   auto chains = chains_on_avx512(root);
   ASSERT_EQ(chains.size(), 8u);
   const auto& both = chains[6];
-  const Trace trace = trace_of(both);
   const leir::Program& p = both.back().program;
-  EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(p, false));
-  EXPECT_TRUE(verify::verify(root, p, verify::VerifyOptions{.trials = 2, .seed = 4}).equivalent);
+  expect_replays_and_verifies(root, both, 4);
   // The last nest (the epilogue) is parallel and vectorized; the 8 x 1 tiling chain leaves it as is.
   auto kinds = [](const leir::Program& q) {
     std::string k;
@@ -228,18 +242,12 @@ TEST(ScheduleRules, AnAccumulationThatDoesNotDivideIntoBlocksIsVectorizedAlongIt
   // heavy elementwise epilogue. No register block fits; the accumulation chain moves the
   // reduction outside the output's unit-stride loop and vectorizes that loop (remainder kept),
   // then annotates the epilogue.
-  leir::Program root = leir::program_from_text(
-      "input A: f32[7,5]\ninput C: f32[5,13]\noutput E: f32[7,13]\n"
-      "B^{7}_{tx=0}L^{13}_{a=0}L^{5}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];"
-      "B^{7}_{tx=0}L^{13}_{a=0}[E^{f32,g}_{tx,a}=tanh(D^{f32,g}_{tx,a})*D^{f32,g}_{tx,a};];",
-      "odd_gemm.leir");
+  const leir::Program root = gemm_with_epilogue(7, 5, 13, "B");
   auto chains = chains_on_avx512(root);
   ASSERT_EQ(chains.size(), 4u);  // parallel, vector, parallel + vector, the vectorized accumulation
   const auto& chain = chains.back();
   const leir::Program& p = chain.back().program;
-  EXPECT_EQ(leir::program_to_text(replay(root, trace_of(chain)), false), leir::program_to_text(p, false));
-  auto rep = verify::verify(root, p, verify::VerifyOptions{.trials = 3, .seed = 6});
-  EXPECT_TRUE(rep.equivalent) << rep.error;
+  expect_replays_and_verifies(root, chain, 6);
   std::vector<std::string> strategies;
   for (const auto& rs : chain) strategies.push_back(rs.step.strategy);
   EXPECT_EQ(strategies, (std::vector<std::string>{"loop_reorder", "loop_vectorization", "loop_vectorization"}));
