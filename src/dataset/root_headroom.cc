@@ -49,47 +49,34 @@ void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>&
   const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
   const std::string config = fmt::format("memory-traffic warmup={} repeats={} min={} max={}", mo.warmup,
                                          mo.min_repeats, mo.min_time_s, mo.max_time_s);
-  std::optional<tune::TimingLock> machine_wide;
-  std::optional<tune::CpuWorkLock> all_cores;
-  std::vector<Root> kept;
-  std::vector<RootSizing> kept_sizing;
+  std::optional<tune::TimedSection> timed;  // taken at the first copy timed, for the rest of the stage
+  std::vector<char> left_out(roots.size(), 0);
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (!(sizing[i].naive_ms_one_thread > 0)) {  // not sized (a failed build is reported later): kept
-      kept.push_back(std::move(roots[i]));
-      kept_sizing.push_back(sizing[i]);
-      continue;
-    }
+    if (!(sizing[i].naive_ms_one_thread > 0)) continue;  // not sized (a failed build is reported later): kept
     const auto traffic = unavoidable_traffic(roots[i].program);
     const std::string key = tune::measurement_key(
         {machine, fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes), config});
     auto found = store.get(key);
     if (!found) {
-      if (!machine_wide) {  // taken once, for every copy this stage times
-        machine_wide.emplace();
-        if (o.measure_threads >= tune::core_count()) all_cores.emplace(tune::CpuWorkLock::Mode::Exclusive);
-      }
+      if (!timed) timed.emplace(o.measure_threads);
       const auto t = backend::measure_memory_traffic(traffic.read_bytes, traffic.write_bytes, mo);
       store.put_all({{key, json{{"median_ms", t.median_ms}}}});
       found = store.get(key);  // another worker's entry wins
     }
     sizing[i].traffic_ms = (*found)["median_ms"].get<double>();
     const double h = headroom(sizing[i]);
-    if (h > 0 && h < o.min_headroom) {
-      if (skipped)
-        skipped->push_back({{"key", roots[i].key},
-                            {"reason", fmt::format("headroom {:.3g} below --min-headroom {}: naive program {:.3g} ms on "
-                                                   "one core, a copy of its {:.3g} MB of inputs and outputs {:.3g} ms "
-                                                   "on {} cores",
-                                                   h, o.min_headroom, sizing[i].naive_ms_one_thread,
-                                                   double(traffic.read_bytes + traffic.write_bytes) / 1e6,
-                                                   sizing[i].traffic_ms, o.measure_threads)}});
-      continue;
-    }
-    kept.push_back(std::move(roots[i]));
-    kept_sizing.push_back(sizing[i]);
+    if (!(h > 0 && h < o.min_headroom)) continue;
+    left_out[i] = 1;
+    if (skipped)
+      skipped->push_back({{"key", roots[i].key},
+                          {"reason", fmt::format("headroom {:.3g} below --min-headroom {}: naive program {:.3g} ms on "
+                                                 "one core, a copy of its {:.3g} MB of inputs and outputs {:.3g} ms on "
+                                                 "{} cores",
+                                                 h, o.min_headroom, sizing[i].naive_ms_one_thread,
+                                                 double(traffic.read_bytes + traffic.write_bytes) / 1e6,
+                                                 sizing[i].traffic_ms, o.measure_threads)}});
   }
-  roots = std::move(kept);
-  sizing = std::move(kept_sizing);
+  remove_left_out(roots, sizing, left_out);
 }
 
 }  // namespace steptp::dataset

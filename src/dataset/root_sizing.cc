@@ -114,18 +114,23 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
       }
     }
   }
+  if (skipped)
+    for (size_t i = 0; i < roots.size(); ++i)
+      if (left_out[i]) skipped->push_back({{"key", roots[i].key}, {"reason", reason[i]}});
+  remove_left_out(roots, sizing, left_out);
+  return sizing;
+}
+
+void remove_left_out(std::vector<Root>& roots, std::vector<RootSizing>& sizing, const std::vector<char>& left_out) {
   std::vector<Root> kept;
   std::vector<RootSizing> kept_sizing;
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (left_out[i]) {
-      if (skipped) skipped->push_back({{"key", roots[i].key}, {"reason", reason[i]}});
-      continue;
-    }
+    if (left_out[i]) continue;
     kept.push_back(std::move(roots[i]));
     kept_sizing.push_back(sizing[i]);
   }
   roots = std::move(kept);
-  return kept_sizing;
+  sizing = std::move(kept_sizing);
 }
 
 }  // namespace steptp::dataset

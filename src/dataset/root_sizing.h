@@ -28,6 +28,9 @@ struct RootSizing {
   double traffic_ms = 0;  // all-core copy time of its inputs and outputs (dataset/root_headroom.h); 0: not measured
 };
 
+// Removes the roots marked in `left_out` and their sizings, keeping the order of the rest.
+void remove_left_out(std::vector<Root>& roots, std::vector<RootSizing>& sizing, const std::vector<char>& left_out);
+
 // Sizes `roots` in place (the same order; left-out roots are removed and appended to `skipped`
 // as {"key", "reason"}) and returns each kept root's sizing. `store_path`: the measurement store.
 std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, const GenerateOptions& o,

@@ -177,11 +177,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
   std::memset(mem, 0, bytes);
   Shared* sh = static_cast<Shared*>(mem);
-  TimingLock machine_wide;
-  // Timing with every core: nothing else may run on the machine meanwhile.
-  std::optional<CpuWorkLock> all_cores;
-  if (mo.threads <= 0 || mo.threads >= core_count())
-    all_cores.emplace(CpuWorkLock::Mode::Exclusive);
+  TimedSection timed(mo.threads);
   size_t start = 0;
   while (start < pairs.size()) {
     sh->current.store(int32_t(start));

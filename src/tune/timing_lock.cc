@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "tune/machine.h"
+
 namespace steptp::tune {
 namespace {
 // Locks of each kind alive in this process (flock is per open file description, so a second
@@ -67,5 +69,9 @@ CpuWorkLock::CpuWorkLock(Mode mode)
                   mode == Mode::Shared ? LOCK_SH : LOCK_EX, "CPU-work lock")) {}
 
 CpuWorkLock::~CpuWorkLock() { release(g_cpu, fd_); }
+
+TimedSection::TimedSection(int threads) {
+  if (threads <= 0 || threads >= core_count()) all_cores_.emplace(CpuWorkLock::Mode::Exclusive);
+}
 
 }  // namespace steptp::tune

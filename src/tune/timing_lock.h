@@ -11,6 +11,7 @@
 // which would otherwise wait for itself.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace steptp::tune {
@@ -45,6 +46,18 @@ class CpuWorkLock {
 
  private:
   int fd_ = -1;
+};
+
+// Both locks of a timed section with `threads` OpenMP threads (<= 0: all cores): the timing lock,
+// and the CPU-work lock exclusively when the threads take every core (nothing else may run on
+// the machine meanwhile).
+class TimedSection {
+ public:
+  explicit TimedSection(int threads);
+
+ private:
+  TimingLock machine_wide_;
+  std::optional<CpuWorkLock> all_cores_;
 };
 
 }  // namespace steptp::tune
