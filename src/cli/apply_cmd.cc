@@ -60,13 +60,14 @@ RegisterCommand reg{{"apply", "apply one strategy to a program", [](CLI::App& su
       return 2;
     }
     for (const auto& p : onnx_import::read_programs_any(o->file)) {
+      const strategies::ScheduleState st(p);
       if (o->explain) {
-        auto sites = s->sites(p);
+        const auto& sites = s->sites(st);
         for (size_t i = 0; i < sites.size(); ++i) {
           if (o->json) std::cout << nlohmann::json{{"site", i}, {"where", sites[i].description}, {"applies", true}}.dump() << "\n";
           else std::cout << "site " << i << ": " << sites[i].description << ": applies\n";
         }
-        for (const auto& r : s->explain(p)) {
+        for (const auto& r : s->explain(st)) {
           if (o->json) std::cout << nlohmann::json{{"where", r.site}, {"applies", false}, {"reason", r.reason}}.dump() << "\n";
           else std::cout << "refused: " << r.site << ": " << r.reason << "\n";
         }
@@ -77,7 +78,7 @@ RegisterCommand reg{{"apply", "apply one strategy to a program", [](CLI::App& su
         so.seed = o->seed;
         so.per_site = o->samples;
         if (o->site >= 0) so.only_site = o->site;
-        results = strategies::sample_candidates(*s, p, so);
+        results = strategies::sample_candidates(*s, st, so);
       } else if (auto c = strategies::sample_one(*s, p, o->seed)) {
         results.push_back(std::move(*c));
       }

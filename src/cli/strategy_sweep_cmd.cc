@@ -85,9 +85,10 @@ void print_results(const std::vector<Input>& inputs, const std::vector<const str
     const int64_t before = intermediate_bytes(in.program);
     for (const auto* s : ss) {
       nlohmann::json row = {{"input", in.name}, {"strategy", s->name()}};
+      const strategies::ScheduleState st(in.program);
       std::vector<strategies::Site> sites;
       try {
-        sites = s->sites(in.program);
+        sites = s->sites(st);
       } catch (const std::exception& e) {
         row["error"] = e.what();
         std::cout << row.dump() << "\n";
@@ -95,19 +96,19 @@ void print_results(const std::vector<Input>& inputs, const std::vector<const str
       }
       for (const auto& site : sites) {
         row["site"] = site.description;
-        for (const auto& params : s->param_space(in.program, site)) {
+        for (const auto& params : s->param_space(st, site)) {
           row["params"] = strategies::params_to_json(params);
           row.erase("hash");
           row.erase("refused");
           row.erase("error");
           try {
-            auto c = s->apply(in.program, site, params);
+            auto c = s->apply(st, site, params);
             if (c) {
               row["hash"] = search::hex64(search::program_hash(c->program));
               row["exactness"] = strategies::to_string(c->exactness);
               row["intermediate_bytes"] = {before, intermediate_bytes(c->program)};
             } else {
-              row["refused"] = true;
+              row["refused"] = c.refusal().reason;
             }
           } catch (const std::exception& e) {
             row["error"] = e.what();
@@ -163,15 +164,16 @@ RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and veri
     std::set<std::string> inconclusive_inputs;
     std::map<std::string, Row> rows;
     for (const auto& in : inputs) {
+      const strategies::ScheduleState st(in.program);
       for (const auto* s : ss) {
         Row& r = rows[std::string(s->name())];
         std::vector<strategies::Candidate> cands;
         try {
-          r.refusals += static_cast<int>(s->explain(in.program).size());
+          r.refusals += static_cast<int>(s->explain(st).size());
           strategies::SampleOptions so;
           so.seed = o->seed;
           so.per_site = o->samples;
-          cands = strategies::sample_candidates(*s, in.program, so);
+          cands = strategies::sample_candidates(*s, st, so);
         } catch (const std::exception& e) {
           ++r.errors;
           if (o->failures) std::cerr << s->name() << " on " << in.name << " threw: " << e.what() << "\n";

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "leir/program_io.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::dataset {
 
@@ -43,10 +44,11 @@ AnswerFormat answer_format_from(const std::string& s) {
 
 std::vector<MenuSite> action_menu(const leir::Program& p) {
   std::vector<MenuSite> menu;
+  const strategies::ScheduleState st(p);
   for (const auto* s : strategies::all_strategies()) {
-    auto sites = s->sites(p);
+    const auto& sites = s->sites(st);
     for (size_t i = 0; i < sites.size() && i < kMenuSitesPerStrategy; ++i) {
-      auto choices = s->param_space(p, sites[i]);
+      auto choices = s->param_space(st, sites[i]);
       if (choices.empty()) choices.push_back({});
       menu.push_back({std::string(s->name()), tune::address_of(sites, i), sites[i].description, std::move(choices)});
     }

@@ -11,7 +11,7 @@
 #include "leir/program_io.h"
 #include "leir/validate.h"
 #include "search/search.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
 
@@ -198,11 +198,12 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
                            const std::optional<json>& params) {
   const auto* s = strategies::find_strategy(name);
   if (!s) throw std::invalid_argument(fmt::format("unknown strategy '{}'", name));
-  auto sites = s->sites(parent);
+  const strategies::ScheduleState st(parent);
+  const auto& sites = s->sites(st);
   if (site < 0 || size_t(site) >= sites.size())
     throw std::invalid_argument(
         fmt::format("{} has {} site(s) in this program; site {} does not exist", name, sites.size(), site));
-  auto space = s->param_space(parent, sites[size_t(site)]);
+  auto space = s->param_space(st, sites[size_t(site)]);
   if (space.empty()) space.push_back({});
   const strategies::Params* chosen = &space.front();
   if (params && !params->empty()) {
@@ -214,8 +215,10 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
       throw std::invalid_argument(fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
                                               space.size(), name, site));
   }
-  auto c = s->apply(parent, sites[size_t(site)], *chosen);
-  if (!c) throw std::invalid_argument(fmt::format("{} does not apply at site {} with these params", name, site));
+  auto c = s->apply(st, sites[size_t(site)], *chosen);
+  if (!c)
+    throw std::invalid_argument(
+        fmt::format("{} does not apply at site {} with these params: {}", name, site, c.refusal().reason));
   return std::move(c->program);
 }
 

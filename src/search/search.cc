@@ -15,6 +15,7 @@
 #include "leir/program_io.h"
 #include "leir/tensors.h"
 #include "strategies/sampler.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::search {
 namespace {
@@ -235,13 +236,14 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
     std::vector<Scored> scored;
     for (const auto& st : frontier) {
       res.stats.states++;
+      const strategies::ScheduleState state(st.program);  // analyses shared by every strategy
       const auto& strats = strategies::all_strategies();
       for (size_t si = 0; si < strats.size(); ++si) {
         const auto& S = *strats[si];
         uint64_t sseed = strategies::mix_seed(strategies::mix_seed(opts.seed, uint64_t(st.index) * 131 + depth), si);
         std::vector<strategies::Site> sites;
         try {
-          sites = S.sites(st.program);
+          sites = S.sites(state);
         } catch (const std::exception&) {
           continue;
         }
@@ -249,7 +251,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
         for (size_t k : site_idx) {
           std::vector<strategies::Params> space;
           try {
-            space = S.param_space(st.program, sites[k]);
+            space = S.param_space(state, sites[k]);
           } catch (const std::exception&) {
             continue;
           }
@@ -260,7 +262,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
             res.stats.candidates++;
             std::optional<strategies::Candidate> c;
             try {
-              c = S.apply(st.program, sites[k], space[pi]);
+              if (auto a = S.apply(state, sites[k], space[pi])) c = std::move(*a);
             } catch (const std::exception&) {
               c.reset();
             }

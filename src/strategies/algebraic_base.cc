@@ -11,6 +11,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/program_io.h"
 #include "leir/printer.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies::algebraic {
 
@@ -661,105 +662,118 @@ AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const Program& p, const St
     if (!a1 || a1->op != a0->op || a1->other_self_reads != 0)
       return {std::nullopt, "the result would change the accumulation"};
   }
-  Program out = p;
-  set_stmt(out.body, v.path, 0, s);
-  return {std::move(out), {}};
+  return {std::move(s), {}};
 }
 
 namespace {
+
 std::string site_description(const StmtView& v, const Target& t) {
   return "stmt " + leir::print_expr(v.stmt->lhs) + ": " + brief(t.expr);
 }
+
+// What every algebraic strategy needs of a program, computed once per state and shared by the
+// family: the statements' rewritable parts (and the ineligible statements' refusals) and the
+// tensors known to be non-negative.
+struct StatementFacts {
+  std::vector<StmtView> views;
+  std::vector<Refusal> refused;
+  std::set<std::string> nonneg;
+};
+
+const StatementFacts& statement_facts(const ScheduleState& st) {
+  static const char owner = 0;
+  return st.memo<StatementFacts>(&owner, [&] {
+    StatementFacts f;
+    f.views = statement_views(st.program(), &f.refused);
+    f.nonneg = nonnegative_tensors(st.program());
+    return f;
+  });
+}
+
 }  // namespace
 
-std::vector<Site> AlgebraicStrategy::sites(const Program& p) const {
-  std::vector<Site> out;
-  auto nonneg = nonnegative_tensors(p);
-  for (const auto& v : statement_views(p)) {
-    auto ts = targets(v);
-    for (size_t i = 0; i < ts.size(); ++i) {
-      Context ctx{p, v, nonneg};
-      for (const auto& params : target_params(ts[i], ctx)) {
-        if (attempt(p, v, ts[i], params, nonneg).program) {
-          out.push_back({v.path, {static_cast<int>(i)}, site_description(v, ts[i])});
-          break;
+// Every target of every statement, tried with every parameter choice once per state: sites,
+// refusals, parameter spaces and applied statements all come from these attempts.
+struct AlgebraicStrategy::Attempts {
+  struct Legal {
+    Params params;
+    leir::Stmt stmt;  // the statement rewritten with these parameters
+  };
+  struct ForTarget {
+    Site site;
+    const StmtView* view = nullptr;
+    Target target;
+    std::vector<Legal> legal;  // in target_params order
+  };
+  std::vector<ForTarget> targets;
+  Survey survey;
+
+  const ForTarget* find(const Site& s) const {
+    for (const auto& t : targets)
+      if (t.site.path == s.path && t.site.detail == s.detail) return &t;
+    return nullptr;
+  }
+};
+
+const AlgebraicStrategy::Attempts& AlgebraicStrategy::attempts(const ScheduleState& st) const {
+  return st.memo<Attempts>(this, [&] {
+    const StatementFacts& facts = statement_facts(st);
+    Attempts out;
+    out.survey.refusals = facts.refused;
+    for (const auto& v : facts.views) {
+      auto ts = targets(v);
+      if (ts.empty()) {
+        out.survey.refusals.push_back({"stmt " + leir::print_stmt(*v.stmt), "no sub-expression this strategy rewrites"});
+        continue;
+      }
+      for (size_t i = 0; i < ts.size(); ++i) {
+        Attempts::ForTarget ft{{v.path, {static_cast<int>(i)}, site_description(v, ts[i])}, &v, ts[i], {}};
+        Context ctx{st.program(), v, facts.nonneg};
+        std::string reasons;
+        for (const auto& params : target_params(ts[i], ctx)) {
+          auto a = attempt(st.program(), v, ts[i], params, facts.nonneg);
+          if (a.stmt) {
+            ft.legal.push_back({params, std::move(*a.stmt)});
+            continue;
+          }
+          std::string ps = params.empty() ? "" : params_to_json(params) + ": ";
+          if (reasons.find(a.refusal) == std::string::npos || !ps.empty())
+            reasons += (reasons.empty() ? "" : "; ") + ps + a.refusal;
         }
+        if (ft.legal.empty())
+          out.survey.refusals.push_back({ft.site.description, reasons.empty() ? "no parameter applies" : reasons});
+        else
+          out.survey.sites.push_back(ft.site);
+        out.targets.push_back(std::move(ft));
       }
     }
-  }
-  return out;
+    return out;
+  });
 }
 
-std::vector<Params> AlgebraicStrategy::param_space(const Program& p, const Site& s) const {
+Survey AlgebraicStrategy::survey(const ScheduleState& st) const { return attempts(st).survey; }
+
+std::vector<Params> AlgebraicStrategy::param_space(const ScheduleState& st, const Site& s) const {
   std::vector<Params> out;
-  auto nonneg = nonnegative_tensors(p);
-  for (const auto& v : statement_views(p)) {
-    if (v.path != s.path) continue;
-    auto ts = targets(v);
-    if (s.detail.empty() || s.detail[0] < 0 || static_cast<size_t>(s.detail[0]) >= ts.size()) return out;
-    const Target& t = ts[static_cast<size_t>(s.detail[0])];
-    Context ctx{p, v, nonneg};
-    for (const auto& params : target_params(t, ctx))
-      if (attempt(p, v, t, params, nonneg).program) out.push_back(params);
-  }
+  if (const auto* t = attempts(st).find(s))
+    for (const auto& l : t->legal) out.push_back(l.params);
   return out;
 }
 
-std::optional<Candidate> AlgebraicStrategy::apply(const Program& p, const Site& s, const Params& params) const {
-  auto nonneg = nonnegative_tensors(p);
-  for (const auto& v : statement_views(p)) {
-    if (v.path != s.path) continue;
-    auto ts = targets(v);
-    if (s.detail.empty() || s.detail[0] < 0 || static_cast<size_t>(s.detail[0]) >= ts.size()) return std::nullopt;
-    auto a = attempt(p, v, ts[static_cast<size_t>(s.detail[0])], params, nonneg);
-    if (!a.program) return std::nullopt;
-    Candidate c;
-    c.strategy = std::string(name());
-    c.params = params;
-    c.exactness = Exactness::Algebraic;
-    c.program = std::move(*a.program);
-    // Candidate::site is the index into sites(p); callers apply many choices to one program, so
-    // the last program's sites are remembered (per thread and strategy).
-    thread_local std::map<const Strategy*, std::pair<std::string, std::vector<Site>>> cache;
-    std::string text = leir::program_to_text(p, false);
-    auto& cached = cache[this];
-    if (cached.first != text || cached.second.empty()) cached = {text, sites(p)};
-    const auto& all = cached.second;
-    for (size_t i = 0; i < all.size(); ++i)
-      if (all[i].path == s.path && all[i].detail == s.detail) c.site = static_cast<int>(i);
-    return c;
+Applied AlgebraicStrategy::apply(const ScheduleState& st, const Site& s, const Params& params) const {
+  const auto* t = attempts(st).find(s);
+  if (!t) return refuse(s, "no such statement target in this program");
+  std::optional<leir::Stmt> stmt;
+  for (const auto& l : t->legal)
+    if (l.params == params) stmt = l.stmt;
+  if (!stmt) {  // parameters outside the space: try them, for the reason
+    auto a = attempt(st.program(), *t->view, t->target, params, statement_facts(st).nonneg);
+    if (!a.stmt) return refuse(s, a.refusal);
+    stmt = std::move(a.stmt);
   }
-  return std::nullopt;
-}
-
-std::vector<Refusal> AlgebraicStrategy::explain(const Program& p) const {
-  std::vector<Refusal> out;
-  auto nonneg = nonnegative_tensors(p);
-  auto views = statement_views(p, &out);
-  for (const auto& v : views) {
-    auto ts = targets(v);
-    if (ts.empty()) {
-      out.push_back({"stmt " + leir::print_stmt(*v.stmt), "no sub-expression this strategy rewrites"});
-      continue;
-    }
-    for (const auto& t : ts) {
-      Context ctx{p, v, nonneg};
-      std::string reasons;
-      bool ok = false;
-      for (const auto& params : target_params(t, ctx)) {
-        auto a = attempt(p, v, t, params, nonneg);
-        if (a.program) {
-          ok = true;
-          break;
-        }
-        std::string ps = params.empty() ? "" : params_to_json(params) + ": ";
-        if (reasons.find(a.refusal) == std::string::npos || !ps.empty())
-          reasons += (reasons.empty() ? "" : "; ") + ps + a.refusal;
-      }
-      if (!ok) out.push_back({site_description(v, t), reasons.empty() ? "no parameter applies" : reasons});
-    }
-  }
-  return out;
+  Program out = st.program();
+  set_stmt(out.body, s.path, 0, *stmt);
+  return candidate(st, s, params, Exactness::Algebraic, std::move(out));
 }
 
 }  // namespace steptp::strategies::algebraic

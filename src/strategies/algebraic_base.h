@@ -70,13 +70,15 @@ struct Rewrite {
   static Rewrite refuse(std::string why) { return {nullptr, std::move(why)}; }
 };
 
+// The family's half of the strategy interface: a strategy names its targets in a statement, the
+// parameter choices at a target, and the rewrite; sites, refusals, parameter spaces and applies
+// follow from trying every choice once per state (cached, shared by survey, param_space, apply).
 class AlgebraicStrategy : public Strategy {
  public:
   Exactness exactness() const override { return Exactness::Algebraic; }
-  std::vector<Site> sites(const leir::Program& p) const override;
-  std::vector<Params> param_space(const leir::Program& p, const Site& s) const override;
-  std::optional<Candidate> apply(const leir::Program& p, const Site& s, const Params& params) const override;
-  std::vector<Refusal> explain(const leir::Program& p) const override;
+  Survey survey(const ScheduleState& st) const override;
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override;
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override;
 
  protected:
   virtual std::vector<Target> targets(const StmtView& v) const = 0;
@@ -88,11 +90,13 @@ class AlgebraicStrategy : public Strategy {
 
  private:
   struct Attempt {
-    std::optional<leir::Program> program;
-    std::string refusal;
+    std::optional<leir::Stmt> stmt;  // the rewritten statement, or
+    std::string refusal;             // why there is none
   };
   Attempt attempt(const leir::Program& p, const StmtView& v, const Target& t, const Params& params,
                   const std::set<std::string>& nonneg) const;
+  struct Attempts;
+  const Attempts& attempts(const ScheduleState& st) const;
 };
 
 // Statements of a program in program order with their rewritable parts (eligible ones only);

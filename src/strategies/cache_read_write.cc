@@ -14,7 +14,7 @@
 #include "leir/printer.h"
 #include "leir/tensors.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -116,7 +116,7 @@ leir::Item copy_item(const std::vector<const Loop*>& loops, leir::Stmt s) {
   return leir::Item::of(loops::make_nest(std::move(ls), {leir::Item::of(std::move(s))}));
 }
 
-class CacheReadWrite final : public SurveyStrategy {
+class CacheReadWrite final : public Strategy {
  public:
   std::string_view name() const override { return "cache_read_write"; }
   std::string_view description() const override {
@@ -124,57 +124,57 @@ class CacheReadWrite final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey sv;
-    auto ud = analysis::use_def(p);
-    auto table = leir::build_tensor_table(p);
-    for (const auto& n : analysis::all_nests(p.body)) {
+    const auto& ud = st.use_def();
+    const auto& table = st.tensors();
+    for (const auto& n : st.nests()) {
       if (n.path.size() != 1) continue;  // top-level nests: the copies run as their own nests
       for (int mode : {kRead, kWrite}) {
         auto ts = tensors_of(n, static_cast<Mode>(mode));
         for (int i = 0; i < static_cast<int>(ts.size()); ++i) {
           std::string where = "nest " + loops::path_text(n.path) + (mode == kRead ? ", read " : ", write ") + ts[i];
-          Staging st;
-          std::string why = analyze(table, ud, n, static_cast<Mode>(mode), ts[i], &st);
-          if (why.empty()) sv.sites.push_back({n.path, {mode, i}, where});
-          else sv.refusals.push_back({where, why});
+          Staging staging;
+          std::string why = analyze(table, ud, n, static_cast<Mode>(mode), ts[i], &staging);
+          sv.consider({n.path, {mode, i}, where}, why.empty() ? std::nullopt : std::optional(why));
         }
       }
     }
     return sv;
   }
 
-  std::vector<Params> param_space(const Program&, const Site&) const override {
+  std::vector<Params> param_space(const ScheduleState&, const Site&) const override {
     return {{{"scope", std::string("l")}}, {{"scope", std::string("s")}}};
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     Mode mode = static_cast<Mode>(site.detail.at(0));
     auto ts = tensors_of(n, mode);
     int idx = site.detail.at(1);
-    if (idx < 0 || idx >= static_cast<int>(ts.size())) return std::nullopt;
+    if (idx < 0 || idx >= static_cast<int>(ts.size())) return refuse(site, "no such tensor at the site");
     const std::string& scope_text = std::get<std::string>(params.at("scope"));
     auto scope = leir::parse_scope(scope_text.empty() ? '?' : scope_text[0]);
-    if (!scope || *scope == leir::Scope::Global) return std::nullopt;
-    auto ud = analysis::use_def(p);
-    Staging st;
-    if (!analyze(leir::build_tensor_table(p), ud, n, mode, ts[idx], &st).empty()) return std::nullopt;
+    if (!scope || *scope == leir::Scope::Global) return refuse(site, "scope must be l or s");
+    Staging staging;
+    if (std::string why = analyze(st.tensors(), st.use_def(), n, mode, ts[idx], &staging); !why.empty())
+      return refuse(site, why);
     analysis::NameAllocator names(p);
     std::string buf = names.fresh_tensor();
     leir::Nest nest = *n.nest;
-    nest.body = analysis::rewrite_accesses(n.nest->body, st.tensor,
+    nest.body = analysis::rewrite_accesses(n.nest->body, staging.tensor,
                                            [&](const ExprPtr& a) { return analysis::renamed(a, buf, *scope); });
-    ExprPtr staged = analysis::renamed(st.access, buf, *scope);
+    ExprPtr staged = analysis::renamed(staging.access, buf, *scope);
     std::vector<leir::Item> items;
     if (mode == kRead) {
-      items.push_back(copy_item(st.loops, leir::Stmt{staged, st.access, {}}));
+      items.push_back(copy_item(staging.loops, leir::Stmt{staged, staging.access, {}}));
       items.push_back(leir::Item::of(std::move(nest)));
     } else {
       items.push_back(leir::Item::of(std::move(nest)));
-      items.push_back(copy_item(st.loops, leir::Stmt{st.access, staged, {}}));
+      items.push_back(copy_item(staging.loops, leir::Stmt{staging.access, staged, {}}));
     }
-    return loops::make_candidate(name(), params, Exactness::Exact, loops::with_items(p, site.path, std::move(items)));
+    return candidate(st, site, params, Exactness::Exact, loops::with_items(p, site.path, std::move(items)));
   }
 };
 

@@ -11,6 +11,7 @@
 #include "analysis/accumulation.h"
 #include "leir/ir_mutator.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -47,10 +48,15 @@ std::set<std::string> gathered_tensors(const Program& p) {
 }
 
 struct Context {
-  analysis::UseDef ud;
+  const analysis::UseDef& ud;
   std::set<std::string> gathered;
-  explicit Context(const Program& p) : ud(analysis::use_def(p)), gathered(gathered_tensors(p)) {}
 };
+
+// The state's context, computed once for the survey and every apply.
+const Context& context(const ScheduleState& st) {
+  static const char owner = 0;
+  return st.memo<Context>(&owner, [&] { return Context{st.use_def(), gathered_tensors(st.program())}; });
+}
 
 std::string analyze(const Program& p, const Context& ctx, int i, Producer& out) {
   const Nest* n = flat_nest(p, i);
@@ -91,7 +97,7 @@ std::string analyze(const Program& p, const Context& ctx, int i, Producer& out) 
   return "";
 }
 
-class ComputeInline final : public ConsideringStrategy {
+class ComputeInline final : public Strategy {
  public:
   std::string_view name() const override { return "compute_inline"; }
   std::string_view description() const override {
@@ -99,10 +105,11 @@ class ComputeInline final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     int i = site_item(s);
     Producer prod;
-    if (!analyze(p, Context(p), i, prod).empty()) return std::nullopt;
+    if (std::string why = analyze(p, context(st), i, prod); !why.empty()) return refuse(s, why);
     const Stmt& ps = *prod.stmt;
     const std::string& x = ps.lhs->tensor;
     auto inline_read = [&](const ExprPtr& read) {
@@ -118,13 +125,14 @@ class ComputeInline final : public ConsideringStrategy {
     if (!is_known(p, x)) out.body.erase(out.body.begin() + i);
     // Rounding to a narrower float happened once per stored element; inlined, it never happens.
     Exactness ex = ps.lhs->dtype == leir::DType::F64 ? Exactness::Exact : Exactness::Reassoc;
-    return candidate(p, s, params, ex, std::move(out));
+    return candidate(st, s, params, ex, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    Context ctx(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const Context& ctx = context(st);
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       Considered c;
       c.site.path = {i};
@@ -133,7 +141,7 @@ class ComputeInline final : public ConsideringStrategy {
       c.site.description = fmt::format("producer item {}{}", i, tensor.empty() ? "" : " (" + tensor + ")");
       Producer prod;
       c.refusal = analyze(p, ctx, i, prod);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }

@@ -257,31 +257,4 @@ std::set<std::string> vars_in(const ExprPtr& e) {
 
 int site_item(const Site& s, size_t k) { return k < s.path.size() ? s.path[k] : -1; }
 
-std::vector<Site> ConsideringStrategy::sites(const Program& p) const {
-  std::vector<Site> out;
-  for (auto& c : consider(p))
-    if (c.refusal.empty()) out.push_back(std::move(c.site));
-  return out;
-}
-
-std::vector<Refusal> ConsideringStrategy::explain(const Program& p) const {
-  std::vector<Refusal> out;
-  for (auto& c : consider(p))
-    if (!c.refusal.empty()) out.push_back({c.site.description, c.refusal});
-  return out;
-}
-
-Candidate ConsideringStrategy::candidate(const Program& p, const Site& s, const Params& params, Exactness ex,
-                                         Program result) const {
-  Candidate c;
-  c.strategy = std::string(name());
-  auto all = sites(p);
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i].path == s.path && all[i].detail == s.detail) c.site = static_cast<int>(i);
-  c.params = params;
-  c.exactness = ex;
-  c.program = std::move(result);
-  return c;
-}
-
 }  // namespace steptp::strategies::dataflow

@@ -71,24 +71,16 @@ std::set<std::string> vars_in(const leir::ExprPtr& e);
 // Index of site path's first element, with a bounds check.
 int site_item(const Site& s, size_t k = 0);
 
-// A site considered by a strategy: it applies when `refusal` is empty.
+// A site as a dataflow strategy considers it; `refusal` collects why it does not apply while the
+// strategy's matchers run (each returns the reason it stops at, "" when it finds nothing wrong).
 struct Considered {
   Site site;
   std::string refusal;
 };
-
-// Strategies that find their sites and refusals in one analysis pass.
-class ConsideringStrategy : public Strategy {
- public:
-  std::vector<Site> sites(const leir::Program& p) const override;
-  std::vector<Refusal> explain(const leir::Program& p) const override;
-  std::vector<Params> param_space(const leir::Program& p, const Site& s) const override { return {Params{}}; }
-
- protected:
-  virtual std::vector<Considered> consider(const leir::Program& p) const = 0;
-  // The candidate for `result`, with `site` set to the index of `s` among sites(p).
-  Candidate candidate(const leir::Program& p, const Site& s, const Params& params, Exactness ex,
-                      leir::Program result) const;
-};
+// A matcher's reason as a survey refusal: none when the matcher found nothing wrong.
+inline std::optional<std::string> as_refusal(std::string why) {
+  if (why.empty()) return std::nullopt;
+  return why;
+}
 
 }  // namespace steptp::strategies::dataflow

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -48,25 +49,29 @@ std::string dead_reader(const Program& p, const analysis::Path& path) {
   return "";
 }
 
-class DeadCodeElimination final : public ConsideringStrategy {
+class DeadCodeElimination final : public Strategy {
  public:
   std::string_view name() const override { return "dead_code_elimination"; }
   std::string_view description() const override { return "remove a nest or statement whose result never reaches an output"; }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     auto live = live_tensors(p);
-    if (s.path.empty() || s.path[0] < 0 || s.path[0] >= static_cast<int>(p.body.size())) return std::nullopt;
+    if (s.path.empty() || s.path[0] < 0 || s.path[0] >= static_cast<int>(p.body.size()))
+      return refuse(s, "no such item");
     const auto& item = analysis::item_at(p.body, s.path);
-    if (!item_dead(item, live) || !dead_reader(p, s.path).empty()) return std::nullopt;
+    if (!item_dead(item, live)) return refuse(s, "its result reaches an output");
+    if (std::string why = dead_reader(p, s.path); !why.empty()) return refuse(s, why);
     Program out = p;
     out.body = analysis::replace_item(p.body, s.path, {});
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
     auto live = live_tensors(p);
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       const auto& item = p.body[i];
@@ -82,7 +87,7 @@ class DeadCodeElimination final : public ConsideringStrategy {
             d.site.path = s.path;
             d.site.description = fmt::format("statement writing {} in nest {}", s.stmt->lhs->tensor, i);
             d.refusal = dead_reader(p, s.path);
-            out.push_back(std::move(d));
+            out.consider(std::move(d.site), as_refusal(std::move(d.refusal)));
           }
         }
         std::string w;
@@ -94,36 +99,38 @@ class DeadCodeElimination final : public ConsideringStrategy {
         c.site.description += " (writes " + *analysis::read_write(item).writes.begin() + ")";
         c.refusal = dead_reader(p, c.site.path);
       }
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }
 };
 
-class ExpressionReorder final : public ConsideringStrategy {
+class ExpressionReorder final : public Strategy {
  public:
   std::string_view name() const override { return "expression_reorder"; }
   std::string_view description() const override { return "swap two adjacent independent nests"; }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     int i = site_item(s);
-    if (i < 0 || i + 1 >= static_cast<int>(p.body.size())) return std::nullopt;
-    if (!why_dependent(p, i).empty()) return std::nullopt;
+    if (i < 0 || i + 1 >= static_cast<int>(p.body.size())) return refuse(s, "no two adjacent items there");
+    if (std::string why = why_dependent(p, i); !why.empty()) return refuse(s, why);
     Program out = p;
     std::swap(out.body[i], out.body[i + 1]);
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
     for (int i = 0; i + 1 < static_cast<int>(p.body.size()); ++i) {
       Considered c;
       c.site.path = {i, i + 1};
       c.site.description = fmt::format("items {} and {}", i, i + 1);
       c.refusal = why_dependent(p, i);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }

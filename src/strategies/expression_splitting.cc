@@ -11,6 +11,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -130,7 +131,7 @@ std::string why_not_hoistable(const Program& p, const analysis::UseDef& ud, cons
   return "";
 }
 
-class ExpressionSplitting final : public ConsideringStrategy {
+class ExpressionSplitting final : public Strategy {
  public:
   std::string_view name() const override { return "expression_splitting"; }
   std::string_view description() const override {
@@ -138,26 +139,28 @@ class ExpressionSplitting final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    const Program& p = st.program();
     std::vector<Params> out;
-    auto subs = legal_subexprs(p, analysis::use_def(p), s);
+    auto subs = legal_subexprs(p, st.use_def(), s);
     for (size_t k = 0; k < subs.size(); ++k)
       out.push_back({{"index", static_cast<int64_t>(k)}, {"expr", leir::print_expr(subs[k])}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto subs = legal_subexprs(p, analysis::use_def(p), s);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    auto subs = legal_subexprs(p, st.use_def(), s);
     auto it = params.find("index");
-    if (it == params.end()) return std::nullopt;
+    if (it == params.end()) return refuse(s, "no index parameter");
     int64_t k = std::get<int64_t>(it->second);
-    if (k < 0 || k >= static_cast<int64_t>(subs.size())) return std::nullopt;
+    if (k < 0 || k >= static_cast<int64_t>(subs.size())) return refuse(s, "no such legal sub-expression");
     int i = s.path[0], j = s.path[1];
     const Nest& n = p.body[i].nest;
     ExprPtr read;
     Nest hoisted = hoisted_nest(fresh_tensor_names(p, 1)[0], used_loops(n, subs[k]), subs[k], read);
     Program out = p;
-    Stmt& st = out.body[i].nest.body[j].stmt;
+    Stmt& target = out.body[i].nest.body[j].stmt;
     // Replace exactly the chosen occurrence (pointer identity), not equal look-alikes.
     class One : public leir::ExprMutator {
      public:
@@ -166,15 +169,16 @@ class ExpressionSplitting final : public ConsideringStrategy {
      private:
       ExprPtr t_, b_;
     } one(subs[k], read);
-    st.rhs = one.mutate(st.rhs);
+    target.rhs = one.mutate(target.rhs);
     out.body.insert(out.body.begin() + i, leir::Item::of(std::move(hoisted)));
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       const Nest* n = flat_nest(p, i);
       if (!n) continue;
@@ -186,7 +190,7 @@ class ExpressionSplitting final : public ConsideringStrategy {
           c.refusal = candidates_of(n->body[j].stmt).empty()
                           ? "no compound sub-expression reading a tensor"
                           : "every sub-expression reads a tensor written in the nest or is evaluated only conditionally";
-        out.push_back(std::move(c));
+        out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
       }
     }
     return out;
@@ -250,7 +254,7 @@ std::vector<Group> repeated_groups(const Program& p) {
   return out;
 }
 
-class CommonSubexpressionElimination final : public ConsideringStrategy {
+class CommonSubexpressionElimination final : public Strategy {
  public:
   std::string_view name() const override { return "common_subexpression_elimination"; }
   std::string_view description() const override {
@@ -258,26 +262,28 @@ class CommonSubexpressionElimination final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    for (const auto& c : consider(p)) {
-      if (!c.refusal.empty() || c.site.path != s.path || c.site.description != s.description) continue;
-      auto groups = repeated_groups(p);
-      const Group& g = groups.at(static_cast<size_t>(s.detail.at(0)));
-      ExprPtr read;
-      Nest hoisted = hoisted_nest(fresh_tensor_names(p, 1)[0], g.loops, g.expr, read);
-      Program out = p;
-      for (int i : g.items)
-        out.body[i] = leir::map_exprs({p.body[i]}, [&](const ExprPtr& e) { return replace_all(e, *g.expr, read); }).front();
-      out.body.insert(out.body.begin() + g.items.front(), leir::Item::of(std::move(hoisted)));
-      return candidate(p, s, params, Exactness::Exact, std::move(out));
-    }
-    return std::nullopt;
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& legal = sites(st);
+    if (std::none_of(legal.begin(), legal.end(),
+                     [&](const Site& l) { return l.path == s.path && l.description == s.description; }))
+      return refuse(s, "not a hoistable repeated sub-expression of this program");
+    auto groups = repeated_groups(p);
+    const Group& g = groups.at(static_cast<size_t>(s.detail.at(0)));
+    ExprPtr read;
+    Nest hoisted = hoisted_nest(fresh_tensor_names(p, 1)[0], g.loops, g.expr, read);
+    Program out = p;
+    for (int i : g.items)
+      out.body[i] = leir::map_exprs({p.body[i]}, [&](const ExprPtr& e) { return replace_all(e, *g.expr, read); }).front();
+    out.body.insert(out.body.begin() + g.items.front(), leir::Item::of(std::move(hoisted)));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     auto groups = repeated_groups(p);
     for (size_t k = 0; k < groups.size(); ++k) {
       const Group& g = groups[k];
@@ -288,7 +294,7 @@ class CommonSubexpressionElimination final : public ConsideringStrategy {
       if (!g.unguarded) c.refusal = "every occurrence is inside a conditionally evaluated branch";
       else c.refusal = why_not_hoistable(p, ud, g.expr, g.items.front(), g.items.back());
       if (!c.refusal.empty()) c.refusal = "cannot compute it once before its uses: " + c.refusal;
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }

@@ -2,18 +2,16 @@
 //  * layout_transformation: a read-only known tensor Y gets a new layout through a copy nest
 //    placed before its first reader; every read of Y is rewritten to the copy.
 //  * set_storage_layout: an intermediate gets a new layout at every occurrence (no copy).
-// Layouts: "transpose:i,j" (swap two dimensions), "merge:i" (dims i,i+1 → one of size
-// n_i*n_{i+1}), and, for the copy only, "split:i,f" (dim i → (n_i/f, f)). Subscripts stay flat:
+// Layouts: transpose i,j (swap two dimensions), merge i (dims i,i+1 → one of size
+// n_i*n_{i+1}), and, for the copy only, split i by f (dim i → (n_i/f, f)). Subscripts stay flat:
 // merging `a` and `c` gives `a*16+c`.
-#include <sstream>
-
 #include "analysis/affine.h"
 #include "analysis/names.h"
 #include "analysis/rewrite.h"
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -27,30 +25,36 @@ struct Layout {
   int i = 0, j = 0;  // Transpose: dims i<j; Merge: i; Split: dim i, inner size j
 };
 
-std::string to_text(const Layout& l) {
+// A layout as typed parameters: {"layout": "transpose", "dims": [i, j]}, {"layout": "merge",
+// "dims": [i]} or {"layout": "split", "dims": [i], "factor": f}.
+Params to_params(const Layout& l) {
   switch (l.kind) {
-    case Layout::Transpose: return "transpose:" + std::to_string(l.i) + "," + std::to_string(l.j);
-    case Layout::Merge: return "merge:" + std::to_string(l.i);
-    case Layout::Split: return "split:" + std::to_string(l.i) + "," + std::to_string(l.j);
+    case Layout::Transpose: return {{"layout", std::string("transpose")}, {"dims", std::vector<int64_t>{l.i, l.j}}};
+    case Layout::Merge: return {{"layout", std::string("merge")}, {"dims", std::vector<int64_t>{l.i}}};
+    case Layout::Split:
+      return {{"layout", std::string("split")}, {"dims", std::vector<int64_t>{l.i}}, {"factor", int64_t{l.j}}};
   }
   return {};
 }
 
-std::optional<Layout> parse_layout(const std::string& s) {
+// The layout the parameters name; nullopt when they name none (wrong kind, arity or types).
+std::optional<Layout> layout_of(const Params& params) {
+  auto kind = params.find("layout"), dims = params.find("dims");
+  if (kind == params.end() || dims == params.end()) return std::nullopt;
+  const auto* k = std::get_if<std::string>(&kind->second);
+  const auto* d = std::get_if<std::vector<int64_t>>(&dims->second);
+  if (!k || !d) return std::nullopt;
+  auto factor = params.find("factor");
+  const int64_t* f = factor == params.end() ? nullptr : std::get_if<int64_t>(&factor->second);
   Layout l;
-  auto colon = s.find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  std::string kind = s.substr(0, colon), rest = s.substr(colon + 1);
-  char comma = 0;
-  std::istringstream in(rest);
-  if (kind == "merge") {
-    l.kind = Layout::Merge;
-    if (!(in >> l.i)) return std::nullopt;
-    return l;
-  }
-  l.kind = kind == "transpose" ? Layout::Transpose : kind == "split" ? Layout::Split : Layout::Merge;
-  if (kind != "transpose" && kind != "split") return std::nullopt;
-  if (!(in >> l.i >> comma >> l.j) || comma != ',') return std::nullopt;
+  if (*k == "transpose" && d->size() == 2 && !f && params.size() == 2)
+    l = {Layout::Transpose, static_cast<int>((*d)[0]), static_cast<int>((*d)[1])};
+  else if (*k == "merge" && d->size() == 1 && !f && params.size() == 2)
+    l = {Layout::Merge, static_cast<int>((*d)[0]), 0};
+  else if (*k == "split" && d->size() == 1 && f && params.size() == 3)
+    l = {Layout::Split, static_cast<int>((*d)[0]), static_cast<int>(*f)};
+  else
+    return std::nullopt;
   return l;
 }
 
@@ -124,13 +128,13 @@ bool valid(const Layout& l, const std::vector<int64_t>& shape, bool allow_split)
   return false;
 }
 
-bool reads_anywhere(const Program& p, const std::string& t) {
-  for (const auto& ud : analysis::use_def(p).items)
+bool reads_anywhere(const ScheduleState& st, const std::string& t) {
+  for (const auto& ud : st.use_def().items)
     if (ud.reads.count(t)) return true;
   return false;
 }
 
-class LayoutTransformation final : public SurveyStrategy {
+class LayoutTransformation final : public Strategy {
  public:
   std::string_view name() const override { return "layout_transformation"; }
   std::string_view description() const override {
@@ -138,32 +142,35 @@ class LayoutTransformation final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
     Survey sv;
     for (int i = 0; i < static_cast<int>(p.known.size()); ++i) {
       const auto& d = p.known[i];
       std::string where = "tensor " + d.name;
       if (!leir::is_read_only(d.role)) sv.refusals.push_back({where, "not read-only (outputs keep their layout)"});
-      else if (!reads_anywhere(p, d.name)) sv.refusals.push_back({where, "never read"});
+      else if (!reads_anywhere(st, d.name)) sv.refusals.push_back({where, "never read"});
       else if (layouts_for(d.shape, true).empty()) sv.refusals.push_back({where, "rank " + std::to_string(d.shape.size()) + " admits no other layout"});
       else sv.sites.push_back({{}, {i}, where});
     }
     return sv;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    const Program& p = st.program();
     std::vector<Params> out;
-    for (const auto& l : layouts_for(p.known.at(s.detail.at(0)).shape, true)) out.push_back({{"layout", to_text(l)}});
+    for (const auto& l : layouts_for(p.known.at(s.detail.at(0)).shape, true)) out.push_back(to_params(l));
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
     const auto& d = p.known.at(site.detail.at(0));
-    auto l = parse_layout(std::get<std::string>(params.at("layout")));
-    if (!l || !valid(*l, d.shape, true) || !leir::is_read_only(d.role)) return std::nullopt;
-    auto ud = analysis::use_def(p);
-    auto readers = ud.readers(d.name);
-    if (readers.empty()) return std::nullopt;
+    auto l = layout_of(params);
+    if (!l || !valid(*l, d.shape, true)) return refuse(site, "not a layout of " + d.name + "'s shape");
+    if (!leir::is_read_only(d.role)) return refuse(site, "not read-only (outputs keep their layout)");
+    auto readers = st.use_def().readers(d.name);
+    if (readers.empty()) return refuse(site, "never read");
     analysis::NameAllocator names(p);
     std::string t = names.fresh_tensor();
     // Copy nest: loops over the shape the affine side needs (old shape for transpose/merge, new
@@ -198,11 +205,11 @@ class LayoutTransformation final : public SurveyStrategy {
       return leir::make_access(t, a->dtype, leir::Scope::Global, relayout(a->args, d.shape, *l), a->loc);
     });
     out.body.insert(out.body.begin() + readers.front(), std::move(copy_item));
-    return loops::make_candidate(name(), params, Exactness::Exact, std::move(out));
+    return candidate(st, site, params, Exactness::Exact, std::move(out));
   }
 };
 
-class SetStorageLayout final : public SurveyStrategy {
+class SetStorageLayout final : public Strategy {
  public:
   std::string_view name() const override { return "set_storage_layout"; }
   std::string_view description() const override {
@@ -210,9 +217,10 @@ class SetStorageLayout final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
     Survey sv;
-    auto table = leir::build_tensor_table(p);
+    const auto& table = st.tensors();
     int i = 0;
     for (const auto& name : table.order) {
       const auto& info = table.at(name);
@@ -226,27 +234,28 @@ class SetStorageLayout final : public SurveyStrategy {
     return sv;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
     std::vector<Params> out;
-    auto table = leir::build_tensor_table(p);
+    const auto& table = st.tensors();
     auto name = intermediate(table, s.detail.at(0));
     if (name.empty()) return out;
-    for (const auto& l : layouts_for(table.at(name).shape, false)) out.push_back({{"layout", to_text(l)}});
+    for (const auto& l : layouts_for(table.at(name).shape, false)) out.push_back(to_params(l));
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    auto table = leir::build_tensor_table(p);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& table = st.tensors();
     auto name_ = intermediate(table, site.detail.at(0));
-    if (name_.empty()) return std::nullopt;
+    if (name_.empty()) return refuse(site, "no such intermediate");
     const auto& shape = table.at(name_).shape;
-    auto l = parse_layout(std::get<std::string>(params.at("layout")));
-    if (!l || !valid(*l, shape, false)) return std::nullopt;
+    auto l = layout_of(params);
+    if (!l || !valid(*l, shape, false)) return refuse(site, "not a storage layout of " + name_ + "'s shape");
     Program out = p;
     out.body = analysis::rewrite_accesses(p.body, name_, [&](const ExprPtr& a) {
       return analysis::with_indices(a, relayout(a->args, shape, *l));
     });
-    return loops::make_candidate(name(), params, Exactness::Exact, std::move(out));
+    return candidate(st, site, params, Exactness::Exact, std::move(out));
   }
 
  private:

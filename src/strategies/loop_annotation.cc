@@ -16,7 +16,7 @@
 #include "analysis/names.h"
 #include "analysis/rewrite.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -34,25 +34,21 @@ std::string independence_refusal(const NestRef& n, int k) {
   return c.kind == analysis::LoopDep::ReductionOnly ? "parallel reduction (refused by policy): " + c.reason : c.reason;
 }
 
-Candidate with_kind(std::string_view strategy, const Program& p, const Site& site, const Params& params,
-                    LoopKind kind) {
-  NestRef n = loops::nest_at(p, site.path);
-  leir::Nest out = *n.nest;
+// The program with the site's loop given `kind`.
+Program with_kind(const ScheduleState& st, const Site& site, LoopKind kind) {
+  leir::Nest out = *st.nest_at(site.path).nest;
   out.loops[site.detail.at(0)].kind = kind;
-  return loops::make_candidate(strategy, params, Exactness::Exact,
-                               loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
+  return loops::with_items(st.program(), site.path, {leir::Item::of(std::move(out))});
 }
 
-// Common shape: a site per loop; `refuse` returns "" when the loop qualifies.
-template <class Refuse>
-Survey survey_loops(const Program& p, Refuse refuse) {
+// Common shape: a site per loop; `refusal` returns "" when the loop qualifies.
+template <class RefusalOf>
+Survey survey_loops(const ScheduleState& st, RefusalOf refusal) {
   Survey s;
-  for (const auto& n : analysis::all_nests(p.body))
+  for (const auto& n : st.nests())
     for (int k = 0; k < static_cast<int>(n.nest->loops.size()); ++k) {
-      std::string where = loops::loop_site_text(n, k);
-      std::string why = refuse(n, k);
-      if (why.empty()) s.sites.push_back({n.path, {k}, where});
-      else s.refusals.push_back({where, why});
+      std::string why = refusal(n, k);
+      s.consider({n.path, {k}, loops::loop_site_text(n, k)}, why.empty() ? std::nullopt : std::optional(why));
     }
   return s;
 }
@@ -63,32 +59,31 @@ std::string kind_refusal(const Loop& l) {
   return {};
 }
 
-class LoopUnrolling final : public SurveyStrategy {
+class LoopUnrolling final : public Strategy {
  public:
   std::string_view name() const override { return "loop_unrolling"; }
   std::string_view description() const override { return "mark a serial loop of small extent as unrolled (U)"; }
   Exactness exactness() const override { return Exactness::Exact; }
-  Survey survey(const Program& p) const override {
-    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+  Survey survey(const ScheduleState& st) const override {
+    return survey_loops(st, [](const NestRef& n, int k) -> std::string {
       const Loop& l = n.nest->loops[k];
       if (auto w = kind_refusal(l); !w.empty()) return w;
       if (l.extent > kMaxUnrollExtent) return "extent " + std::to_string(l.extent) + " > " + std::to_string(kMaxUnrollExtent);
       return {};
     });
   }
-  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    return with_kind(name(), p, s, params, LoopKind::Unrolled);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    return candidate(st, s, params, Exactness::Exact, with_kind(st, s, LoopKind::Unrolled));
   }
 };
 
-class LoopParallelization final : public SurveyStrategy {
+class LoopParallelization final : public Strategy {
  public:
   std::string_view name() const override { return "loop_parallelization"; }
   std::string_view description() const override { return "mark an independent serial loop as parallel (P)"; }
   Exactness exactness() const override { return Exactness::Exact; }
-  Survey survey(const Program& p) const override {
-    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+  Survey survey(const ScheduleState& st) const override {
+    return survey_loops(st, [](const NestRef& n, int k) -> std::string {
       if (auto w = kind_refusal(n.nest->loops[k]); !w.empty()) return w;
       auto enclosing = n.outer;
       for (int j = 0; j < k; ++j) enclosing.push_back(&n.nest->loops[j]);
@@ -97,21 +92,20 @@ class LoopParallelization final : public SurveyStrategy {
       return independence_refusal(n, k);
     });
   }
-  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    return with_kind(name(), p, s, params, LoopKind::Parallel);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    return candidate(st, s, params, Exactness::Exact, with_kind(st, s, LoopKind::Parallel));
   }
 };
 
-class LoopVectorization final : public SurveyStrategy {
+class LoopVectorization final : public Strategy {
  public:
   std::string_view name() const override { return "loop_vectorization"; }
   std::string_view description() const override {
     return "mark an innermost serial loop as vectorized (V): independent iterations, or a reduction across them";
   }
   Exactness exactness() const override { return Exactness::Exact; }
-  Survey survey(const Program& p) const override {
-    return survey_loops(p, [](const NestRef& n, int k) -> std::string {
+  Survey survey(const ScheduleState& st) const override {
+    return survey_loops(st, [](const NestRef& n, int k) -> std::string {
       if (auto w = kind_refusal(n.nest->loops[k]); !w.empty()) return w;
       bool innermost = k + 1 == static_cast<int>(n.nest->loops.size()) &&
                        std::all_of(n.nest->body.begin(), n.nest->body.end(), [](const leir::Item& i) { return i.is_stmt(); });
@@ -120,9 +114,8 @@ class LoopVectorization final : public SurveyStrategy {
       return c.kind == analysis::LoopDep::Carried ? c.reason : std::string();
     });
   }
-  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    return with_kind(name(), p, s, params, LoopKind::Vectorized);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    return candidate(st, s, params, Exactness::Exact, with_kind(st, s, LoopKind::Vectorized));
   }
 };
 
@@ -136,22 +129,27 @@ constexpr AxisLimit kAxes[] = {{"bx", 2147483647, false}, {"by", 65535, false}, 
                                {"ty", 1024, true},        {"tz", 64, true}};
 constexpr int64_t kMaxThreadsPerBlock = 1024;
 
-// Extent bound to each axis in the kernel (the top-level item): the largest loop per axis.
-std::map<std::string, int64_t> bound_axes(const Program& p, int top) {
-  std::map<std::string, int64_t> axes;
-  for (const auto& n : analysis::all_nests(p.body)) {
-    if (n.path[0] != top) continue;
-    for (const auto& l : n.nest->loops)
-      if (l.kind == LoopKind::Bound && analysis::is_axis_name(l.var)) {
-        auto& e = axes[l.var.substr(0, 2)];
-        e = std::max(e, l.extent);
-      }
-  }
-  return axes;
+// Extent bound to each axis per kernel (top-level item): the largest loop per axis.
+using BoundAxes = std::map<int, std::map<std::string, int64_t>>;
+const BoundAxes& bound_axes(const ScheduleState& st) {
+  static const char owner = 0;  // this analysis' key in the state
+  return st.memo<BoundAxes>(&owner, [&] {
+    BoundAxes axes;
+    for (const auto& n : st.nests())
+      for (const auto& l : n.nest->loops)
+        if (l.kind == LoopKind::Bound && analysis::is_axis_name(l.var)) {
+          auto& e = axes[n.path[0]][l.var.substr(0, 2)];
+          e = std::max(e, l.extent);
+        }
+    return axes;
+  });
 }
 
-std::vector<std::string> free_axes(const Program& p, const NestRef& n, int k) {
-  auto used = bound_axes(p, n.path[0]);
+std::vector<std::string> free_axes(const ScheduleState& st, const NestRef& n, int k) {
+  static const std::map<std::string, int64_t> none;
+  const auto& all = bound_axes(st);
+  auto it = all.find(n.path[0]);
+  const auto& used = it == all.end() ? none : it->second;
   int64_t threads = 1;
   for (const auto& [axis, extent] : used)
     if (axis[0] == 't') threads *= extent;
@@ -165,34 +163,35 @@ std::vector<std::string> free_axes(const Program& p, const NestRef& n, int k) {
   return out;
 }
 
-class LoopBinding final : public SurveyStrategy {
+class LoopBinding final : public Strategy {
  public:
   std::string_view name() const override { return "loop_binding"; }
   std::string_view description() const override {
     return "bind an independent loop to a free GPU axis (bx/by/bz, ty/tz) within CUDA limits, renaming its index";
   }
   Exactness exactness() const override { return Exactness::Exact; }
-  Survey survey(const Program& p) const override {
-    return survey_loops(p, [&p](const NestRef& n, int k) -> std::string {
+  Survey survey(const ScheduleState& st) const override {
+    return survey_loops(st, [&st](const NestRef& n, int k) -> std::string {
       const Loop& l = n.nest->loops[k];
       if (l.kind == LoopKind::Bound) return "loop is already bound";
       if (l.kind != LoopKind::Serial && l.kind != LoopKind::Parallel) return std::string("loop is ") + leir::to_char(l.kind);
       if (l.extent < 2) return "extent " + std::to_string(l.extent);
-      if (free_axes(p, n, k).empty()) return "no free hardware axis within the limits (1024 threads per block)";
+      if (free_axes(st, n, k).empty()) return "no free hardware axis within the limits (1024 threads per block)";
       return independence_refusal(n, k);
     });
   }
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
     std::vector<Params> out;
-    for (const auto& a : free_axes(p, loops::nest_at(p, s.path), s.detail.at(0))) out.push_back({{"axis", a}});
+    for (const auto& a : free_axes(st, st.nest_at(s.path), s.detail.at(0))) out.push_back({{"axis", a}});
     return out;
   }
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    NestRef n = loops::nest_at(p, s.path);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(s.path);
     int k = s.detail.at(0);
     const auto& axis = std::get<std::string>(params.at("axis"));
-    auto axes = free_axes(p, n, k);
-    if (std::find(axes.begin(), axes.end(), axis) == axes.end()) return std::nullopt;
+    auto axes = free_axes(st, n, k);
+    if (std::find(axes.begin(), axes.end(), axis) == axes.end()) return refuse(s, "axis " + axis + " is not free here");
     analysis::NameAllocator names(p);
     std::string var = names.fresh_axis_var(axis);
     leir::Nest out = *n.nest;
@@ -202,8 +201,8 @@ class LoopBinding final : public SurveyStrategy {
     analysis::Affine by;
     by.add_term(var, 1);
     out.body = analysis::substitute_var(n.nest->body, old, by);
-    return loops::make_candidate(name(), params, Exactness::Exact,
-                                 loops::with_items(p, s.path, {leir::Item::of(std::move(out))}));
+    return candidate(st, s, params, Exactness::Exact,
+                     loops::with_items(p, s.path, {leir::Item::of(std::move(out))}));
   }
 };
 

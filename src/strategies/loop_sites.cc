@@ -21,12 +21,6 @@ std::string loop_site_text(const analysis::NestRef& n, int loop) {
          leir::print_loop(n.nest->loops[loop]) + ")";
 }
 
-analysis::NestRef nest_at(const leir::Program& p, const analysis::Path& path) {
-  for (auto& n : analysis::all_nests(p.body))
-    if (n.path == path) return n;
-  throw std::out_of_range("no nest at path " + path_text(path));
-}
-
 leir::Program with_items(const leir::Program& p, const analysis::Path& path, std::vector<leir::Item> items) {
   leir::Program out = p;
   out.body = analysis::replace_item(p.body, path, std::move(items));
@@ -90,15 +84,6 @@ std::vector<int64_t> proper_divisors(int64_t n) {
   for (int64_t f = 2; f < n && f <= 4096; ++f)
     if (n % f == 0) d.push_back(f);
   return d;
-}
-
-Candidate make_candidate(std::string_view strategy, Params params, Exactness ex, leir::Program program) {
-  Candidate c;
-  c.strategy = std::string(strategy);
-  c.params = std::move(params);
-  c.exactness = ex;
-  c.program = std::move(program);
-  return c;
 }
 
 leir::Nest make_nest(std::vector<Loop> loops, std::vector<leir::Item> body) {

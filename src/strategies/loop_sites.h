@@ -16,9 +16,6 @@ namespace steptp::strategies::loops {
 std::string path_text(const analysis::Path& p);  // "2" or "2.0.1"
 std::string loop_site_text(const analysis::NestRef& n, int loop);  // "nest 2, loop c (L^{16})"
 
-// The NestRef of the nest at `path` (recomputed from the program).
-analysis::NestRef nest_at(const leir::Program& p, const analysis::Path& path);
-
 // Program with the nest at `path` replaced by `items`.
 leir::Program with_items(const leir::Program& p, const analysis::Path& path, std::vector<leir::Item> items);
 
@@ -34,8 +31,6 @@ std::vector<int64_t> proper_divisors(int64_t n);  // 1 < d < n, increasing
 std::vector<int64_t> split_points(int64_t n);
 // a ⊕ b for the accumulation's operator (+, *, max, min): how two partial results combine.
 leir::ExprPtr combine_partials(analysis::AccumOp op, leir::ExprPtr a, leir::ExprPtr b);
-
-Candidate make_candidate(std::string_view strategy, Params params, Exactness ex, leir::Program program);
 
 leir::Nest make_nest(std::vector<leir::Loop> loops, std::vector<leir::Item> body);
 leir::Loop make_loop(leir::LoopKind kind, int64_t extent, std::string var, int64_t start = 0);

@@ -11,7 +11,7 @@
 #include "analysis/rewrite.h"
 #include "leir/ir_mutator.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -44,7 +44,7 @@ std::vector<int> perm_of(const Params& params) {
   return std::vector<int>(v.begin(), v.end());
 }
 
-class LoopReorder final : public SurveyStrategy {
+class LoopReorder final : public Strategy {
  public:
   std::string_view name() const override { return "loop_reorder"; }
   std::string_view description() const override {
@@ -52,17 +52,17 @@ class LoopReorder final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey s;
-    for (const auto& n : analysis::all_nests(p.body)) {
+    for (const auto& n : st.nests()) {
       std::string where = "nest " + loops::path_text(n.path);
       if (n.nest->loops.size() < 2) {
         s.refusals.push_back({where, "only one loop"});
         continue;
       }
-      if (legal_perms(n).empty()) {
+      if (legal_perms(n, st.dependences(n.path)).empty()) {
         std::string reason;
-        auto deps = analysis::nest_dependences(n);
+        const auto& deps = st.dependences(n.path);
         for (const auto& perm : candidate_perms(static_cast<int>(n.nest->loops.size())))
           if (!analysis::permutation_legal(n, deps, perm, nullptr, &reason)) break;
         s.refusals.push_back({where, "every permutation reverses a dependence: " + reason});
@@ -73,36 +73,37 @@ class LoopReorder final : public SurveyStrategy {
     return s;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& site) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& site) const override {
     std::vector<Params> out;
-    for (const auto& perm : legal_perms(loops::nest_at(p, site.path)))
+    for (const auto& perm : legal_perms(st.nest_at(site.path), st.dependences(site.path)))
       out.push_back({{"order", std::vector<int64_t>(perm.begin(), perm.end())}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     auto perm = perm_of(params);
-    if (perm.size() != n.nest->loops.size()) return std::nullopt;
+    if (perm.size() != n.nest->loops.size()) return refuse(site, "the order does not permute the nest's loops");
     bool reassoc = false;
-    if (!analysis::permutation_legal(n, analysis::nest_dependences(n), perm, &reassoc, nullptr)) return std::nullopt;
+    std::string reason;
+    if (!analysis::permutation_legal(n, st.dependences(site.path), perm, &reassoc, &reason)) return refuse(site, reason);
     leir::Nest out = *n.nest;
     for (size_t k = 0; k < perm.size(); ++k) out.loops[k] = n.nest->loops[perm[k]];
-    return loops::make_candidate(name(), params, reassoc ? Exactness::Reassoc : Exactness::Exact,
-                                 loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
+    return candidate(st, site, params, reassoc ? Exactness::Reassoc : Exactness::Exact,
+                     loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
   }
 
  private:
-  static std::vector<std::vector<int>> legal_perms(const NestRef& n) {
+  static std::vector<std::vector<int>> legal_perms(const NestRef& n, const std::vector<analysis::DepPair>& deps) {
     std::vector<std::vector<int>> out;
-    auto deps = analysis::nest_dependences(n);
     for (const auto& perm : candidate_perms(static_cast<int>(n.nest->loops.size())))
       if (analysis::permutation_legal(n, deps, perm, nullptr, nullptr)) out.push_back(perm);
     return out;
   }
 };
 
-class LoopSplit final : public SurveyStrategy {
+class LoopSplit final : public Strategy {
  public:
   std::string_view name() const override { return "loop_split"; }
   std::string_view description() const override {
@@ -110,9 +111,9 @@ class LoopSplit final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey s;
-    for (const auto& n : analysis::all_nests(p.body))
+    for (const auto& n : st.nests())
       for (int k = 0; k < static_cast<int>(n.nest->loops.size()); ++k) {
         std::string where = loops::loop_site_text(n, k);
         if (loops::proper_divisors(n.nest->loops[k].extent).empty())
@@ -124,28 +125,30 @@ class LoopSplit final : public SurveyStrategy {
     return s;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& site) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  std::vector<Params> param_space(const ScheduleState& st, const Site& site) const override {
+    NestRef n = st.nest_at(site.path);
     std::vector<Params> out;
     for (int64_t f : loops::proper_divisors(n.nest->loops[site.detail.at(0)].extent))
       out.push_back({{"factor", f}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     int k = site.detail.at(0);
     int64_t f = std::get<int64_t>(params.at("factor"));
     int64_t extent = n.nest->loops[k].extent;
-    if (f <= 1 || f >= extent || extent % f) return std::nullopt;
+    if (f <= 1 || f >= extent || extent % f)
+      return refuse(site, "factor " + std::to_string(f) + " is not a proper divisor of " + std::to_string(extent));
     analysis::NameAllocator names(p);
     leir::Nest out = loops::split_loop(*n.nest, k, f, names);
-    return loops::make_candidate(name(), params, Exactness::Exact,
-                                 loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
+    return candidate(st, site, params, Exactness::Exact,
+                     loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
   }
 };
 
-class LoopTiling final : public SurveyStrategy {
+class LoopTiling final : public Strategy {
  public:
   std::string_view name() const override { return "loop_tiling"; }
   std::string_view description() const override {
@@ -153,11 +156,11 @@ class LoopTiling final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey s;
-    for (const auto& n : analysis::all_nests(p.body)) {
+    for (const auto& n : st.nests()) {
       if (n.nest->loops.size() < 2) continue;
-      auto deps = analysis::nest_dependences(n);
+      const auto& deps = st.dependences(n.path);
       for (int k = 0; k + 1 < static_cast<int>(n.nest->loops.size()); ++k) {
         const Loop &x = n.nest->loops[k], &y = n.nest->loops[k + 1];
         std::string where = "nest " + loops::path_text(n.path) + ", loops " + x.var + "," + y.var;
@@ -176,8 +179,8 @@ class LoopTiling final : public SurveyStrategy {
     return s;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& site) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  std::vector<Params> param_space(const ScheduleState& st, const Site& site) const override {
+    NestRef n = st.nest_at(site.path);
     int k = site.detail.at(0);
     std::vector<Params> out;
     for (int64_t tx : loops::proper_divisors(n.nest->loops[k].extent))
@@ -186,23 +189,25 @@ class LoopTiling final : public SurveyStrategy {
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     int k = site.detail.at(0);
     const auto& tiles = std::get<std::vector<int64_t>>(params.at("tiles"));
-    if (tiles.size() != 2) return std::nullopt;
+    if (tiles.size() != 2) return refuse(site, "tiles must give two sizes");
     int64_t nx = n.nest->loops[k].extent, ny = n.nest->loops[k + 1].extent;
     if (tiles[0] <= 1 || tiles[0] >= nx || nx % tiles[0] || tiles[1] <= 1 || tiles[1] >= ny || ny % tiles[1])
-      return std::nullopt;
+      return refuse(site, "tile sizes are not proper divisors of the extents");
     bool reassoc = false;
-    if (!legal(n, analysis::nest_dependences(n), k, &reassoc, nullptr)) return std::nullopt;
+    std::string reason;
+    if (!legal(n, st.dependences(site.path), k, &reassoc, &reason)) return refuse(site, reason);
     analysis::NameAllocator names(p);
     // x -> xo,xi ; y -> yo,yi ; then xi and yo swap: xo yo xi yi.
     leir::Nest t = loops::split_loop(*n.nest, k, nx / tiles[0], names);
     t = loops::split_loop(t, k + 2, ny / tiles[1], names);
     std::swap(t.loops[k + 1], t.loops[k + 2]);
-    return loops::make_candidate(name(), params, reassoc ? Exactness::Reassoc : Exactness::Exact,
-                                 loops::with_items(p, site.path, {leir::Item::of(std::move(t))}));
+    return candidate(st, site, params, reassoc ? Exactness::Reassoc : Exactness::Exact,
+                     loops::with_items(p, site.path, {leir::Item::of(std::move(t))}));
   }
 
  private:
@@ -230,7 +235,7 @@ class LoopTiling final : public SurveyStrategy {
 // loop_fusion: loops o (extent f) and i (extent m), adjacent, where every use of o and i is in an
 // affine subscript with coeff(o) == m*coeff(i): the pair only ever forms o*m+i, so one loop j of
 // extent f*m reproduces the same iteration order and the same elements.
-class LoopFusion final : public SurveyStrategy {
+class LoopFusion final : public Strategy {
  public:
   std::string_view name() const override { return "loop_fusion"; }
   std::string_view description() const override {
@@ -238,9 +243,9 @@ class LoopFusion final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey s;
-    for (const auto& n : analysis::all_nests(p.body))
+    for (const auto& n : st.nests())
       for (int k = 0; k + 1 < static_cast<int>(n.nest->loops.size()); ++k) {
         const Loop &o = n.nest->loops[k], &i = n.nest->loops[k + 1];
         std::string where = "nest " + loops::path_text(n.path) + ", loops " + o.var + "," + i.var;
@@ -251,12 +256,11 @@ class LoopFusion final : public SurveyStrategy {
     return s;
   }
 
-  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
-
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+    Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     int k = site.detail.at(0);
-    if (!refusal(n, k).empty()) return std::nullopt;
+    if (std::string why = refusal(n, k); !why.empty()) return refuse(site, why);
     const Loop &o = n.nest->loops[k], &i = n.nest->loops[k + 1];
     analysis::NameAllocator names(p);
     Loop j = o;
@@ -269,8 +273,8 @@ class LoopFusion final : public SurveyStrategy {
     out.loops.erase(out.loops.begin() + k + 1);
     out.loops[k] = j;
     out.body = leir::map_exprs(n.nest->body, [&](const leir::ExprPtr& e) { return fuse_expr(e, ov, iv, m, j.var); });
-    return loops::make_candidate(name(), params, Exactness::Exact,
-                                 loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
+    return candidate(st, site, params, Exactness::Exact,
+                     loops::with_items(p, site.path, {leir::Item::of(std::move(out))}));
   }
 
  private:

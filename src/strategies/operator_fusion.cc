@@ -11,6 +11,7 @@
 #include "analysis/instance_order.h"
 #include "leir/printer.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -57,7 +58,7 @@ std::string fusion_violation(const Nest& first, const Nest& second) {
   return "";
 }
 
-class OperatorFusion final : public ConsideringStrategy {
+class OperatorFusion final : public Strategy {
  public:
   std::string_view name() const override { return "operator_fusion"; }
   std::string_view description() const override {
@@ -65,35 +66,39 @@ class OperatorFusion final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
-    if (local_candidates(p, site_item(s)).empty()) return {Params{}};
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    if (local_candidates(st, site_item(s)).empty()) return {Params{}};
     return {Params{{"scope", std::string("g")}}, Params{{"scope", std::string("l")}},
             Params{{"scope", std::string("s")}}};
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     int i = site_item(s);
     const Nest* a = flat_nest(p, i);
     const Nest* b = flat_nest(p, i + 1);
-    if (!a || !b || !same_headers(*a, *b) || !fusion_violation(*a, *b).empty()) return std::nullopt;
+    if (!a || !b) return refuse(s, "not two nests of statements");
+    if (!same_headers(*a, *b)) return refuse(s, "loop headers differ");
+    if (std::string why = fusion_violation(*a, *b); !why.empty()) return refuse(s, why);
     Nest fused = *a;
     for (const auto& it : b->body) fused.body.push_back(it);
     auto scope_it = params.find("scope");
     if (scope_it != params.end()) {
       const auto& sc = std::get<std::string>(scope_it->second);
       auto scope = leir::parse_scope(sc.empty() ? 'g' : sc[0]);
-      if (!scope) return std::nullopt;
-      for (const auto& t : local_candidates(p, i)) fused.body = set_scope(fused.body, t, *scope);
+      if (!scope) return refuse(s, "scope must be g, s or l");
+      for (const auto& t : local_candidates(st, i)) fused.body = set_scope(fused.body, t, *scope);
     }
     Program out = p;
     out.body.erase(out.body.begin() + i, out.body.begin() + i + 2);
     out.body.insert(out.body.begin() + i, leir::Item::of(std::move(fused)));
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
     for (int i = 0; i + 1 < static_cast<int>(p.body.size()); ++i) {
       Considered c;
       c.site.path = {i, i + 1};
@@ -104,17 +109,18 @@ class OperatorFusion final : public ConsideringStrategy {
       else if (!same_headers(*a, *b))
         c.refusal = fmt::format("loop headers differ ({} vs {})", leir::print_nest_header(*a), leir::print_nest_header(*b));
       else c.refusal = fusion_violation(*a, *b);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }
 
  private:
   // Intermediates written by the two nests and used nowhere else: may move to l/s scope.
-  static std::vector<std::string> local_candidates(const Program& p, int i) {
+  static std::vector<std::string> local_candidates(const ScheduleState& st, int i) {
+    const Program& p = st.program();
     std::vector<std::string> out;
     if (i < 0 || i + 1 >= static_cast<int>(p.body.size())) return out;
-    auto ud = analysis::use_def(p);
+    const auto& ud = st.use_def();
     std::set<std::string> written = ud.items[i].writes;
     written.insert(ud.items[i + 1].writes.begin(), ud.items[i + 1].writes.end());
     for (const auto& t : written) {
@@ -144,16 +150,18 @@ std::string fission_violation(const Nest& n) {
   return "";
 }
 
-class OperatorFission final : public ConsideringStrategy {
+class OperatorFission final : public Strategy {
  public:
   std::string_view name() const override { return "operator_fission"; }
   std::string_view description() const override { return "split a nest with several statements into one nest per statement"; }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     int i = site_item(s);
     const Nest* n = flat_nest(p, i);
-    if (!n || n->body.size() < 2 || !fission_violation(*n).empty()) return std::nullopt;
+    if (!n || n->body.size() < 2) return refuse(s, "not a nest of several statements");
+    if (std::string why = fission_violation(*n); !why.empty()) return refuse(s, why);
     std::vector<leir::Item> parts;
     for (const auto& it : n->body) {
       Nest one;
@@ -164,12 +172,13 @@ class OperatorFission final : public ConsideringStrategy {
     Program out = p;
     out.body.erase(out.body.begin() + i);
     out.body.insert(out.body.begin() + i, parts.begin(), parts.end());
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       if (!p.body[i].is_nest() || p.body[i].nest.body.size() < 2) continue;
       Considered c;
@@ -178,7 +187,7 @@ class OperatorFission final : public ConsideringStrategy {
       const Nest* n = flat_nest(p, i);
       if (!n) c.refusal = "the nest contains nested nests";
       else c.refusal = fission_violation(*n);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }

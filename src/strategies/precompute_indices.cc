@@ -12,7 +12,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -84,7 +84,7 @@ std::vector<Candidate_> subscripts_of(const NestRef& n) {
   return out;
 }
 
-class PrecomputeIndices final : public SurveyStrategy {
+class PrecomputeIndices final : public Strategy {
  public:
   std::string_view name() const override { return "precompute_indices"; }
   std::string_view description() const override {
@@ -92,27 +92,26 @@ class PrecomputeIndices final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey sv;
-    for (const auto& n : analysis::all_nests(p.body)) {
+    for (const auto& n : st.nests()) {
       if (n.path.size() != 1) continue;
       auto subs = subscripts_of(n);
       for (int i = 0; i < static_cast<int>(subs.size()); ++i) {
         std::string where = "nest " + loops::path_text(n.path) + ", subscript " + leir::print_expr(subs[i].subscript);
-        if (subs[i].refusal.empty()) sv.sites.push_back({n.path, {i}, where});
-        else sv.refusals.push_back({where, subs[i].refusal});
+        sv.consider({n.path, {i}, where}, subs[i].refusal.empty() ? std::nullopt : std::optional(subs[i].refusal));
       }
     }
     return sv;
   }
 
-  std::vector<Params> param_space(const Program&, const Site&) const override { return {Params{}}; }
-
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     auto subs = subscripts_of(n);
     int i = site.detail.at(0);
-    if (i < 0 || i >= static_cast<int>(subs.size()) || !subs[i].refusal.empty()) return std::nullopt;
+    if (i < 0 || i >= static_cast<int>(subs.size())) return refuse(site, "no such subscript");
+    if (!subs[i].refusal.empty()) return refuse(site, subs[i].refusal);
     const auto& c = subs[i];
     analysis::NameAllocator names(p);
     std::string t = names.fresh_tensor();
@@ -156,22 +155,22 @@ class PrecomputeIndices final : public SurveyStrategy {
           out.push_back(leir::Item::of(std::move(nn)));
           continue;
         }
-        leir::Stmt st = item.stmt;
-        auto acc = analysis::accumulation_of(st);
+        leir::Stmt s = item.stmt;
+        auto acc = analysis::accumulation_of(s);
         r.skip = acc ? acc->self.get() : nullptr;
         std::vector<ExprPtr> idx;
-        for (const auto& sub : st.lhs->args) idx.push_back(r.mutate(sub));
-        st.lhs = analysis::with_indices(st.lhs, std::move(idx));
-        st.rhs = r.mutate(st.rhs);
-        out.push_back(leir::Item::of(std::move(st)));
+        for (const auto& sub : s.lhs->args) idx.push_back(r.mutate(sub));
+        s.lhs = analysis::with_indices(s.lhs, std::move(idx));
+        s.rhs = r.mutate(s.rhs);
+        out.push_back(leir::Item::of(std::move(s)));
       }
       return out;
     };
     nest.body = rewrite(n.nest->body);
     leir::Stmt def{table, c.subscript, {}};
     leir::Item def_item = ls.empty() ? leir::Item::of(def) : leir::Item::of(loops::make_nest(ls, {leir::Item::of(def)}));
-    return loops::make_candidate(name(), params, Exactness::Exact,
-                                 loops::with_items(p, site.path, {std::move(def_item), leir::Item::of(std::move(nest))}));
+    return candidate(st, site, params, Exactness::Exact,
+                     loops::with_items(p, site.path, {std::move(def_item), leir::Item::of(std::move(nest))}));
   }
 };
 

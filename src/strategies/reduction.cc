@@ -14,7 +14,7 @@
 #include "analysis/rewrite.h"
 #include "leir/printer.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -63,7 +63,7 @@ std::string analyze(const NestRef& n, Shape* out) {
   return {};
 }
 
-class ReductionFactorization final : public SurveyStrategy {
+class ReductionFactorization final : public Strategy {
  public:
   std::string_view name() const override { return "reduction_factorization"; }
   std::string_view description() const override {
@@ -71,9 +71,9 @@ class ReductionFactorization final : public SurveyStrategy {
   }
   Exactness exactness() const override { return Exactness::Reassoc; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
     Survey sv;
-    for (const auto& n : analysis::all_nests(p.body)) {
+    for (const auto& n : st.nests()) {
       Shape sh;
       std::string why = analyze(n, &sh);
       if (!why.empty()) {
@@ -90,22 +90,24 @@ class ReductionFactorization final : public SurveyStrategy {
     return sv;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
-    NestRef n = loops::nest_at(p, s.path);
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    NestRef n = st.nest_at(s.path);
     std::vector<Params> out;
     for (int64_t k : loops::split_points(n.nest->loops[s.detail.at(0)].extent)) out.push_back({{"split", k}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& site, const Params& params) const override {
-    NestRef n = loops::nest_at(p, site.path);
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+    const Program& p = st.program();
+    NestRef n = st.nest_at(site.path);
     Shape sh;
-    if (!analyze(n, &sh).empty()) return std::nullopt;
+    if (std::string why = analyze(n, &sh); !why.empty()) return refuse(site, why);
     int r = site.detail.at(0);
-    if (std::find(sh.reduction.begin(), sh.reduction.end(), r) == sh.reduction.end()) return std::nullopt;
+    if (std::find(sh.reduction.begin(), sh.reduction.end(), r) == sh.reduction.end())
+      return refuse(site, "not a reduction loop");
     const Loop& rl = n.nest->loops[r];
     int64_t k = std::get<int64_t>(params.at("split"));
-    if (k < 1 || k >= rl.extent) return std::nullopt;
+    if (k < 1 || k >= rl.extent) return refuse(site, "split point outside 1..extent-1");
     const leir::Stmt& s = n.nest->body[0].stmt;
     analysis::NameAllocator names(p);
     std::string t1 = names.fresh_tensor(), t2 = names.fresh_tensor();
@@ -137,7 +139,7 @@ class ReductionFactorization final : public SurveyStrategy {
       items.push_back(leir::Item::of(loops::make_nest(std::move(cl), {leir::Item::of(std::move(comb))})));
     }
     Exactness ex = analysis::reorder_changes_rounding(sh.acc.op) ? Exactness::Reassoc : Exactness::Exact;
-    return loops::make_candidate(name(), params, ex, loops::with_items(p, site.path, std::move(items)));
+    return candidate(st, site, params, ex, loops::with_items(p, site.path, std::move(items)));
   }
 };
 

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "interp/inputs.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 
@@ -21,8 +22,13 @@ std::vector<size_t> choose_indices(size_t n, size_t k, uint64_t seed) {
 }
 
 std::vector<Candidate> sample_candidates(const Strategy& s, const leir::Program& p, const SampleOptions& opts) {
+  ScheduleState st(p);
+  return sample_candidates(s, st, opts);
+}
+
+std::vector<Candidate> sample_candidates(const Strategy& s, const ScheduleState& p, const SampleOptions& opts) {
   std::vector<Candidate> out;
-  auto sites = s.sites(p);
+  const auto& sites = s.sites(p);
   for (size_t i = 0; i < sites.size(); ++i) {
     if (opts.only_site && *opts.only_site != static_cast<int>(i)) continue;
     auto space = s.param_space(p, sites[i]);
@@ -37,14 +43,15 @@ std::vector<Candidate> sample_candidates(const Strategy& s, const leir::Program&
   return out;
 }
 
-std::optional<Candidate> sample_one(const Strategy& s, const leir::Program& p, uint64_t seed) {
-  auto sites = s.sites(p);
+std::optional<Candidate> sample_one(const Strategy& s, const leir::Program& program, uint64_t seed) {
+  ScheduleState p(program);
+  const auto& sites = s.sites(p);
   for (size_t i : choose_indices(sites.size(), sites.size(), seed)) {
     auto space = s.param_space(p, sites[i]);
     for (size_t k : choose_indices(space.size(), space.size(), mix_seed(seed, i))) {
       if (auto c = s.apply(p, sites[i], space[k])) {
         c->site = static_cast<int>(i);
-        return c;
+        return std::move(*c);
       }
     }
   }

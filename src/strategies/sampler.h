@@ -8,7 +8,7 @@
 
 #include "base/hash.h"
 #include "leir/ast.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 
@@ -22,6 +22,7 @@ struct SampleOptions {
 // in site order; parameter choices at a site are drawn without replacement from a generator
 // seeded by (seed, site index), so adding sites never changes the choices at earlier ones.
 std::vector<Candidate> sample_candidates(const Strategy& s, const leir::Program& p, const SampleOptions& opts);
+std::vector<Candidate> sample_candidates(const Strategy& s, const ScheduleState& st, const SampleOptions& opts);
 
 // One candidate: a site, then parameters, drawn from `seed`; tries other sites/params if the
 // drawn choice turns out illegal. nullopt when nothing applies.

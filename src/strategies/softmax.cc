@@ -24,6 +24,7 @@
 #include "analysis/names.h"
 #include "leir/ir_mutator.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -284,7 +285,7 @@ bool chain_can_sink(const analysis::UseDef& ud, const std::vector<int>& chain, i
 
 // ---- 36 normal_loop_max_to_prefix_max ---------------------------------------------------------
 
-class PrefixMax final : public ConsideringStrategy {
+class PrefixMax final : public Strategy {
  public:
   std::string_view name() const override { return "normal_loop_max_to_prefix_max"; }
   std::string_view description() const override {
@@ -292,21 +293,23 @@ class PrefixMax final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto ud = analysis::use_def(p);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& ud = st.use_def();
     MaxNest m;
-    if (!match_max(p, ud, site_item(s), m).empty()) return std::nullopt;
+    if (std::string why = match_max(p, ud, site_item(s), m); !why.empty()) return refuse(s, why);
     Prefix pf = make_prefix(p, m, 1);
     std::vector<leir::Item> block;
     block.push_back(leir::Item::of(make_nest(scan_loops(m), {running_max(pf, m.x)})));
     block.push_back(leir::Item::of(copy_last(m, pf, {{m.stmt->lhs, pf.r}})));
-    return candidate(p, s, params, Exactness::Exact, splice(p, {m.item}, std::move(block)));
+    return candidate(st, s, params, Exactness::Exact, splice(p, {m.item}, std::move(block)));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       MaxNest m;
       Considered c;
@@ -315,7 +318,7 @@ class PrefixMax final : public ConsideringStrategy {
       c.refusal = match_max(p, ud, i, m);
       if (c.refusal == "not a single-statement nest" || c.refusal == "not a max reduction M=max(M,x)") continue;
       c.site.description = fmt::format("max reduction into {} (item {})", m.stmt ? m.stmt->lhs->tensor : flat_nest(p, i)->body[0].stmt.lhs->tensor, i);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }
@@ -325,7 +328,7 @@ class PrefixMax final : public ConsideringStrategy {
 
 enum class Mode { SumOnly, OnlineSoftmax };
 
-class PrefixSoftmax : public ConsideringStrategy {
+class PrefixSoftmax : public Strategy {
  public:
   explicit PrefixSoftmax(Mode mode) : mode_(mode) {}
   std::string_view name() const override {
@@ -338,11 +341,12 @@ class PrefixSoftmax : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Reassoc; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto ud = analysis::use_def(p);
+  Applied apply(const ScheduleState& state, const Site& s, const Params& params) const override {
+    const Program& p = state.program();
+    const auto& ud = state.use_def();
     MaxNest m;
     SumNest sum;
-    if (!match(p, ud, site_item(s), m, sum).empty()) return std::nullopt;
+    if (std::string why = match(p, ud, site_item(s), m, sum); !why.empty()) return refuse(s, why);
     Prefix pf = make_prefix(p, m, 2);
     const auto& mt = m.stmt->lhs->tensor;
     const auto& st = sum.stmt->lhs->tensor;
@@ -360,13 +364,14 @@ class PrefixSoftmax : public ConsideringStrategy {
       if (!keeps_tensor(p, ud, mt, sum.item)) redirect_reads(out, from, mt, pf, pf.r);
       if (!keeps_tensor(p, ud, st, sum.item)) redirect_reads(out, from, st, pf, pf.q);
     }
-    return candidate(p, s, params, Exactness::Reassoc, std::move(out));
+    return candidate(state, s, params, Exactness::Reassoc, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       // Sites are max reductions; other items are not worth listing.
       const Nest* n = flat_nest(p, i);
@@ -378,7 +383,7 @@ class PrefixSoftmax : public ConsideringStrategy {
       c.refusal = match(p, ud, i, m, sum);
       c.site.description = fmt::format("max reduction at item {}", i);
       if (sum.item >= 0) c.site.path.push_back(sum.item);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }
@@ -497,7 +502,7 @@ std::string match_attention(const Program& p, const analysis::UseDef& ud, int i,
   return "";
 }
 
-class FlashAttention final : public ConsideringStrategy {
+class FlashAttention final : public Strategy {
  public:
   std::string_view name() const override { return "flashattention_wo_tiling"; }
   std::string_view description() const override {
@@ -505,10 +510,11 @@ class FlashAttention final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Reassoc; }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto ud = analysis::use_def(p);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& ud = st.use_def();
     Attention a;
-    if (!match_attention(p, ud, site_item(s), a).empty()) return std::nullopt;
+    if (std::string why = match_attention(p, ud, site_item(s), a); !why.empty()) return refuse(s, why);
     Prefix pf = make_prefix(p, a.m, 3);
     std::string acc_name = fresh_tensor_names(p, 3)[2];
     const MaxNest& m = a.m;
@@ -547,13 +553,14 @@ class FlashAttention final : public ConsideringStrategy {
     std::vector<ExprPtr> last_idx = a.pv_stmt->lhs->args;
     last_idx.push_back(leir::make_int(pf.n - 1));
     block.push_back(leir::Item::of(make_nest(out_loops, {make_stmt(a.pv_stmt->lhs, access_like(*a.pv_stmt->lhs, acc_name, last_idx))})));
-    return candidate(p, s, params, Exactness::Reassoc, splice(p, {m.item, a.sum.item, a.norm.item, a.pv}, std::move(block)));
+    return candidate(st, s, params, Exactness::Reassoc, splice(p, {m.item, a.sum.item, a.norm.item, a.pv}, std::move(block)));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       const Nest* n = flat_nest(p, i);
       if (!n || n->body.size() != 1 || !is_call(*n->body[0].stmt.rhs, Func::Max)) continue;
@@ -564,7 +571,7 @@ class FlashAttention final : public ConsideringStrategy {
       for (int k : {a.sum.item, a.norm.item, a.pv})
         if (k >= 0) c.site.path.push_back(k);
       c.site.description = fmt::format("softmax whose max reduction is item {}", i);
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }

@@ -5,7 +5,7 @@
 #include "analysis/rewrite.h"
 #include "leir/tensors.h"
 #include "strategies/loop_sites.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies {
 namespace {
@@ -20,23 +20,23 @@ std::vector<std::string> intermediates(const leir::TensorTable& t) {
   return out;
 }
 
-class SetStorageScope final : public SurveyStrategy {
+class SetStorageScope final : public Strategy {
  public:
   std::string_view name() const override { return "set_storage_scope"; }
   std::string_view description() const override { return "move an intermediate to scope l or s (or back to g) everywhere"; }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  Survey survey(const Program& p) const override {
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
     Survey sv;
-    auto table = leir::build_tensor_table(p);
-    auto names = intermediates(table);
+    auto names = intermediates(st.tensors());
     for (int i = 0; i < static_cast<int>(names.size()); ++i) sv.sites.push_back({{}, {i}, "tensor " + names[i]});
     for (const auto& d : p.known) sv.refusals.push_back({"tensor " + d.name, "known tensors live in g"});
     return sv;
   }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
-    auto table = leir::build_tensor_table(p);
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    const auto& table = st.tensors();
     auto names = intermediates(table);
     std::vector<Params> out;
     if (s.detail.at(0) >= static_cast<int>(names.size())) return out;
@@ -46,17 +46,19 @@ class SetStorageScope final : public SurveyStrategy {
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
-    auto table = leir::build_tensor_table(p);
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& table = st.tensors();
     auto names = intermediates(table);
-    if (s.detail.at(0) >= static_cast<int>(names.size())) return std::nullopt;
+    if (s.detail.at(0) >= static_cast<int>(names.size())) return refuse(s, "no such intermediate");
     const std::string& t = names[s.detail[0]];
     const auto& text = std::get<std::string>(params.at("scope"));
     auto sc = leir::parse_scope(text.empty() ? '?' : text[0]);
-    if (!sc || *sc == table.at(t).scope) return std::nullopt;
+    if (!sc) return refuse(s, "scope must be g, s or l");
+    if (*sc == table.at(t).scope) return refuse(s, t + " is already in that scope");
     Program out = p;
     out.body = analysis::rewrite_accesses(p.body, t, [&](const leir::ExprPtr& a) { return analysis::renamed(a, t, *sc); });
-    return loops::make_candidate(name(), params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 };
 

@@ -28,6 +28,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
 #include "strategies/dataflow_util.h"
+#include "strategies/schedule_state.h"
 #include "strategies/loop_sites.h"
 
 namespace steptp::strategies {
@@ -285,7 +286,7 @@ std::string plan_concat(const Program& p, const analysis::UseDef& ud, const leir
   return "";
 }
 
-class TensorConcat final : public ConsideringStrategy {
+class TensorConcat final : public Strategy {
  public:
   std::string_view name() const override { return "tensor_concat_to_fuse_operators"; }
   std::string_view description() const override {
@@ -293,21 +294,22 @@ class TensorConcat final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
     std::vector<Params> out;
-    for (const auto& v : axes(p, s.path[0], s.path[1])) out.push_back({{"axis", v}});
+    for (const auto& v : axes(st, s.path[0], s.path[1])) out.push_back({{"axis", v}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     auto it = params.find("axis");
-    if (it == params.end() || s.path.size() != 2) return std::nullopt;
-    auto ud = analysis::use_def(p);
+    if (it == params.end() || s.path.size() != 2) return refuse(s, "no axis parameter or not a pair of nests");
+    const auto& ud = st.use_def();
     ConcatPlan plan;
     int i = s.path[0], j = s.path[1];
-    if (!single_stmt(p, i) || !single_stmt(p, j)) return std::nullopt;
-    auto table = leir::build_tensor_table(p);
-    if (!plan_concat(p, ud, table, i, j, std::get<std::string>(it->second), plan).empty()) return std::nullopt;
+    if (!single_stmt(p, i) || !single_stmt(p, j)) return refuse(s, "not two single-statement nests");
+    const auto& table = st.tensors();
+    if (std::string why = plan_concat(p, ud, table, i, j, std::get<std::string>(it->second), plan); !why.empty()) return refuse(s, why);
     const Stmt& s1 = *single_stmt(p, i);
     const Stmt& s2 = *single_stmt(p, j);
     analysis::NameAllocator alloc(p);
@@ -316,7 +318,8 @@ class TensorConcat final : public ConsideringStrategy {
     for (const auto& c : plan.concat) {
       auto sh1 = shape_of(table, c.t1), sh2 = shape_of(table, c.t2);
       for (size_t k = 0; k < sh1.size(); ++k)
-        if (static_cast<int>(k) != c.dim && sh1[k] != sh2[k]) return std::nullopt;
+        if (static_cast<int>(k) != c.dim && sh1[k] != sh2[k])
+          return refuse(s, c.t1 + " and " + c.t2 + " differ beside the concatenated dimension");
       std::string buf = alloc.fresh_tensor();
       // The buffer takes t1's annotation (the one computation reads it where it read t1); each
       // source keeps its own (t1 and t2 may differ in scope).
@@ -355,14 +358,14 @@ class TensorConcat final : public ConsideringStrategy {
       }
       out.body.push_back(p.body[k]);
     }
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
-    std::optional<leir::TensorTable> table;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       if (!single_stmt(p, i)) continue;
       for (int j = i + 1; j < static_cast<int>(p.body.size()); ++j) {
@@ -375,26 +378,26 @@ class TensorConcat final : public ConsideringStrategy {
                                          single_stmt(p, j)->lhs->tensor);
         std::string last;
         bool any = false;
-        if (!table) table = leir::build_tensor_table(p);  // only for programs with a candidate pair
         for (const auto& l : p.body[i].nest.loops) {
           ConcatPlan plan;
-          auto why = plan_concat(p, ud, *table, i, j, l.var, plan);
+          auto why = plan_concat(p, ud, st.tensors(), i, j, l.var, plan);
           if (why.empty()) any = true;
           else last = fmt::format("axis {}: {}", l.var, why);
         }
         if (!any) c.refusal = last;
-        out.push_back(std::move(c));
+        out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
       }
     }
     return out;
   }
 
  private:
-  static std::vector<std::string> axes(const Program& p, int i, int j) {
+  static std::vector<std::string> axes(const ScheduleState& st, int i, int j) {
+    const Program& p = st.program();
     std::vector<std::string> out;
     if (!single_stmt(p, i) || !single_stmt(p, j)) return out;
-    auto ud = analysis::use_def(p);
-    auto table = leir::build_tensor_table(p);
+    const auto& ud = st.use_def();
+    const auto& table = st.tensors();
     for (const auto& l : p.body[i].nest.loops) {
       ConcatPlan plan;
       if (plan_concat(p, ud, table, i, j, l.var, plan).empty()) out.push_back(l.var);
@@ -433,7 +436,7 @@ std::string split_refusal(const Program& p, const analysis::UseDef& ud, int i, c
   return "";
 }
 
-class TensorSplit final : public ConsideringStrategy {
+class TensorSplit final : public Strategy {
  public:
   std::string_view name() const override { return "tensor_split_to_decouple_operators"; }
   std::string_view description() const override {
@@ -441,30 +444,33 @@ class TensorSplit final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Reassoc; }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    const Program& p = st.program();
     std::vector<Params> out;
     int i = site_item(s);
     if (!single_stmt(p, i)) return out;
-    auto ud = analysis::use_def(p);
+    const auto& ud = st.use_def();
     for (const auto& l : p.body[i].nest.loops)
       if (split_refusal(p, ud, i, l.var).empty())
         for (int64_t t : loops::split_points(l.extent)) out.push_back({{"axis", l.var}, {"split", t}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& state, const Site& s, const Params& params) const override {
+    const Program& p = state.program();
     int i = site_item(s);
     auto ia = params.find("axis");
     auto is = params.find("split");
-    if (!single_stmt(p, i) || ia == params.end() || is == params.end()) return std::nullopt;
+    if (!single_stmt(p, i)) return refuse(s, "not a single-statement nest");
+    if (ia == params.end() || is == params.end()) return refuse(s, "needs axis and split parameters");
     const std::string v = std::get<std::string>(ia->second);
     const int64_t t = std::get<int64_t>(is->second);
-    auto ud = analysis::use_def(p);
-    if (!split_refusal(p, ud, i, v).empty()) return std::nullopt;
+    const auto& ud = state.use_def();
+    if (std::string why = split_refusal(p, ud, i, v); !why.empty()) return refuse(s, why);
     const Nest& n = p.body[i].nest;
     const Stmt& st = *single_stmt(p, i);
     const int64_t ext = loop_of(n, v)->extent;
-    if (t < 1 || t >= ext) return std::nullopt;
+    if (t < 1 || t >= ext) return refuse(s, "split point outside 1..extent-1");
     analysis::NameAllocator alloc(p);
     std::vector<leir::Item> block;
     Exactness ex = Exactness::Exact;
@@ -472,7 +478,7 @@ class TensorSplit final : public ConsideringStrategy {
     auto acc = analysis::accumulation_of(st);
     if (vars_in(st.lhs).count(v)) {
       // Spatial: copy the slices of inputs indexed plainly by v, compute halves, write back.
-      auto table = leir::build_tensor_table(p);
+      const auto& table = state.tensors();
       std::vector<ExprPtr> reads;
       collect_accesses(st.rhs, reads);
       std::map<std::string, std::string> lo, hi;
@@ -527,13 +533,14 @@ class TensorSplit final : public ConsideringStrategy {
     Program out = p;
     out.body.erase(out.body.begin() + i);
     out.body.insert(out.body.begin() + i, block.begin(), block.end());
-    return candidate(p, s, params, ex, std::move(out));
+    return candidate(state, s, params, ex, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       if (!p.body[i].is_nest()) continue;
       Considered c;
@@ -552,7 +559,7 @@ class TensorSplit final : public ConsideringStrategy {
         }
         if (!any) c.refusal = why;
       }
-      out.push_back(std::move(c));
+      out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
     }
     return out;
   }
@@ -713,7 +720,7 @@ std::string plan_seam(const Program& p, const analysis::UseDef& ud, const leir::
   return plan.axes.empty() ? why : "";
 }
 
-class PartiallyEquivalentThenCorrect final : public ConsideringStrategy {
+class PartiallyEquivalentThenCorrect final : public Strategy {
  public:
   std::string_view name() const override { return "partially_equivalent_then_correct"; }
   std::string_view description() const override {
@@ -721,29 +728,31 @@ class PartiallyEquivalentThenCorrect final : public ConsideringStrategy {
   }
   Exactness exactness() const override { return Exactness::Exact; }
 
-  std::vector<Params> param_space(const Program& p, const Site& s) const override {
+  std::vector<Params> param_space(const ScheduleState& st, const Site& s) const override {
+    const Program& p = st.program();
     std::vector<Params> out;
     SeamPlan plan;
     if (s.path.size() != 4) return out;
-    auto ud = analysis::use_def(p);
-    auto table = leir::build_tensor_table(p);
+    const auto& ud = st.use_def();
+    const auto& table = st.tensors();
     if (!plan_seam(p, ud, table, s.path[0], s.path[2], plan).empty()) return out;
     for (int q : plan.axes) out.push_back({{"axis", static_cast<int64_t>(q)}});
     return out;
   }
 
-  std::optional<Candidate> apply(const Program& p, const Site& s, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
     auto it = params.find("axis");
-    if (s.path.size() != 4 || it == params.end()) return std::nullopt;
+    if (s.path.size() != 4 || it == params.end()) return refuse(s, "no axis parameter or not a padded-convolution pair");
     int q = static_cast<int>(std::get<int64_t>(it->second));
-    auto ud = analysis::use_def(p);
-    auto table = leir::build_tensor_table(p);
+    const auto& ud = st.use_def();
+    const auto& table = st.tensors();
     SeamPlan plan;
-    if (!plan_seam(p, ud, table, s.path[0], s.path[2], plan).empty()) return std::nullopt;
-    if (std::find(plan.axes.begin(), plan.axes.end(), q) == plan.axes.end()) return std::nullopt;
+    if (std::string why = plan_seam(p, ud, table, s.path[0], s.path[2], plan); !why.empty()) return refuse(s, why);
+    if (std::find(plan.axes.begin(), plan.axes.end(), q) == plan.axes.end()) return refuse(s, "not an axis of the seam");
     const PadConv &a = plan.a, &b = plan.b;
     SeamAxis ax;
-    if (!match_axis(p, table, a, q, ax).empty()) return std::nullopt;
+    if (std::string why = match_axis(p, table, a, q, ax); !why.empty()) return refuse(s, why);
     analysis::NameAllocator alloc(p);
     std::string cat = alloc.fresh_tensor(), pad = alloc.fresh_tensor(), conv = alloc.fresh_tensor();
     const ExprPtr& x1 = a.ps->rhs->args[1];
@@ -811,29 +820,28 @@ class PartiallyEquivalentThenCorrect final : public ConsideringStrategy {
       else if (std::find(chain.begin(), chain.end(), k) == chain.end())
         out.body.push_back(p.body[k]);
     }
-    return candidate(p, s, params, Exactness::Exact, std::move(out));
+    return candidate(st, s, params, Exactness::Exact, std::move(out));
   }
 
  protected:
-  std::vector<Considered> consider(const Program& p) const override {
-    std::vector<Considered> out;
-    auto ud = analysis::use_def(p);
-    std::optional<leir::TensorTable> table;
+  Survey survey(const ScheduleState& st) const override {
+    const Program& p = st.program();
+    Survey out;
+    const auto& ud = st.use_def();
     std::vector<PadConv> pcs;
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       PadConv pc;
       if (match_pad_conv(p, ud, i, pc).empty()) pcs.push_back(pc);
     }
     if (pcs.size() < 2) return out;
-    table = leir::build_tensor_table(p);
     for (size_t x = 0; x < pcs.size(); ++x)
       for (size_t y = x + 1; y < pcs.size(); ++y) {
         Considered c;
         c.site.path = {pcs[x].pad, pcs[x].conv, pcs[y].pad, pcs[y].conv};
         c.site.description = fmt::format("convolutions into {} and {}", pcs[x].cs->lhs->tensor, pcs[y].cs->lhs->tensor);
         SeamPlan plan;
-        c.refusal = plan_seam(p, ud, *table, pcs[x].pad, pcs[y].pad, plan);
-        out.push_back(std::move(c));
+        c.refusal = plan_seam(p, ud, st.tensors(), pcs[x].pad, pcs[y].pad, plan);
+        out.consider(std::move(c.site), as_refusal(std::move(c.refusal)));
       }
     return out;
   }

@@ -12,7 +12,7 @@
 #include "backend/cpu/codegen.h"
 #include "leir/ir_mutator.h"
 #include "leir/tensors.h"
-#include "strategies/strategy.h"
+#include "strategies/schedule_state.h"
 #include "workloads/bench_size.h"
 
 namespace steptp::tune {
@@ -43,13 +43,14 @@ class ChainBuilder {
 
  private:
   bool apply(const strategies::Strategy& s, const std::function<bool(const Site&)>& at, const std::optional<Params>& params) {
-    auto sites = s.sites(cur_);
+    const strategies::ScheduleState st(cur_);
+    const auto& sites = s.sites(st);
     for (size_t i = 0; i < sites.size(); ++i) {
       if (!at(sites[i])) continue;
-      auto space = s.param_space(cur_, sites[i]);
+      auto space = s.param_space(st, sites[i]);
       if (params && std::find(space.begin(), space.end(), *params) == space.end()) return false;
       Params chosen = params ? *params : space.empty() ? Params{} : space[0];
-      auto c = s.apply(cur_, sites[i], chosen);
+      auto c = s.apply(st, sites[i], chosen);
       if (!c) return false;
       chain_.push_back({TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, chosen}, c->program});
       cur_ = std::move(c->program);
@@ -203,7 +204,7 @@ std::optional<TileShape> tile_shape(const leir::Program& p, size_t item, int64_t
 // before its first reader, so `item` moves down by one). Returns whether it did.
 bool transpose_strided_input(ChainBuilder& b, size_t& item, const std::string& col) {
   const leir::Program& p = b.program();
-  std::optional<std::pair<int, std::string>> step;  // known index, layout
+  std::optional<std::pair<int, std::vector<int64_t>>> step;  // known index, the two dimensions
   leir::for_each_expr(p.body[item].nest.body[0].stmt.rhs, [&](const leir::Expr& e) {
     if (step || !e.is_access() || e.args.size() < 2) return;
     for (int i = 0; i < int(p.known.size()); ++i) {
@@ -213,12 +214,13 @@ bool transpose_strided_input(ChainBuilder& b, size_t& item, const std::string& c
       if (!at_last || at_last->uses(col)) return;
       for (int k = 0; k < last; ++k)
         if (auto a = analysis::to_affine(e.args[k]); a && a->coeff_of(col) == 1)
-          step = std::make_pair(i, fmt::format("transpose:{},{}", k, last));
+          step = std::make_pair(i, std::vector<int64_t>{k, last});
     }
   });
   if (!step) return false;
   auto at = [k = step->first](const Site& s) { return s.detail == std::vector<int>{k}; };
-  if (!b.step("layout_transformation", at, Params{{"layout", step->second}})) return false;
+  if (!b.step("layout_transformation", at, Params{{"layout", std::string("transpose")}, {"dims", step->second}}))
+    return false;
   ++item;
   return true;
 }

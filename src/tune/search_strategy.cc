@@ -10,6 +10,7 @@
 #include "leir/validate.h"
 #include "search/search.h"
 #include "strategies/sampler.h"
+#include "strategies/schedule_state.h"
 #include "tune/schedule_rules.h"
 
 namespace steptp::tune {
@@ -68,13 +69,13 @@ void EvolutionarySearch::expand(int node, uint64_t seed) {
   stats_.expanded++;
   nodes_[size_t(node)].expanded = true;
   if (int(nodes_[size_t(node)].trace.size()) >= o_.max_depth) return;
-  const leir::Program p = nodes_[size_t(node)].program;  // copy: nodes_ grows below
+  const strategies::ScheduleState p(nodes_[size_t(node)].program);  // a copy: nodes_ grows below
   const auto& all = strategies::all_strategies();
   for (size_t si = 0; si < all.size(); ++si) {
     const auto& s = *all[si];
     uint64_t sseed = strategies::mix_seed(seed, si);
     try {
-      auto sites = s.sites(p);
+      const auto& sites = s.sites(p);
       for (size_t i : strategies::choose_indices(sites.size(), size_t(o_.sites_per_strategy), sseed)) {
         auto space = s.param_space(p, sites[i]);
         for (size_t k : strategies::choose_indices(space.size(), size_t(o_.params_per_site),

@@ -2,13 +2,8 @@
 // trace replays from the root to the same program bytes, so the best-found program always comes
 // with the path that makes it.
 //
-// Site address: the site's structural coordinates as the strategy reports them (Site::path —
-// the item indices from the top-level body down to the nest/loop/statement — and Site::detail,
-// the strategy's own refinement: loop positions, operand, tensor), plus an occurrence number for
-// the rare strategies that report two sites at the same coordinates. It names *where* in the
-// program the step applies, not a position in a recomputed site list, so adding or reordering
-// the sites a strategy enumerates does not change what an address means. (The strategy layer's
-// schedule state — issue 12 — can adopt SiteAddress as its stable handle unchanged.)
+// A step's site is a stable site address (strategies/site_address.h), not a position in a
+// recomputed site list.
 #pragma once
 
 #include <optional>
@@ -20,28 +15,17 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/ast.h"
+#include "strategies/site_address.h"
 #include "strategies/strategy.h"
 
 namespace steptp::tune {
 
-struct SiteAddress {
-  std::vector<int> path;
-  std::vector<int> detail;
-  int occurrence = 0;  // among sites with the same path and detail
-  bool operator==(const SiteAddress&) const = default;
-};
-
-// Address of sites[i].
-SiteAddress address_of(const std::vector<strategies::Site>& sites, size_t i);
-// Index of the site with that address, if the program still has it.
-std::optional<size_t> find_site(const std::vector<strategies::Site>& sites, const SiteAddress& a);
-
-// The address as one short token for prompts and action answers: "@" + path joined by "." +
-// ("/" + detail joined by ".", when there is a detail) + ("#" + occurrence, when not 0), e.g.
-// "@0/1.2" (item 0, loops 1 and 2) or "@" (the whole program). parse_handle is its inverse
-// (nullopt for anything else).
-std::string to_handle(const SiteAddress& a);
-std::optional<SiteAddress> parse_handle(std::string_view h);
+// Sites are addressed by the strategy layer's stable handles (strategies/site_address.h).
+using strategies::address_of;
+using strategies::find_site;
+using strategies::parse_handle;
+using strategies::SiteAddress;
+using strategies::to_handle;
 
 struct TraceStep {
   std::string strategy;

@@ -206,24 +206,29 @@ TEST(CacheReadWrite, StagesThroughLocalAndShared) {
 TEST(Layouts, CopyRewritesEveryRead) {
   auto p = program(kMatmul);
   auto& lt = get("layout_transformation");
-  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor C"), {{"layout", std::string("transpose:0,1")}}),
+  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor C"), {{"layout", std::string("transpose")}, {"dims", std::vector<int64_t>{0, 1}}}),
             "L^{6}_{a=0}L^{8}_{c=0}[E^{f64,g}_{c,a}=C^{f64,g}_{a,c};];"
             "B^{4}_{tx=0}L^{8}_{a=0}L^{6}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*E^{f64,g}_{a,c};];");
-  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor A"), {{"layout", std::string("merge:0")}}),
+  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor A"), {{"layout", std::string("merge")}, {"dims", std::vector<int64_t>{0}}}),
             "L^{4}_{a=0}L^{6}_{c=0}[E^{f64,g}_{a*6+c}=A^{f64,g}_{a,c};];"
             "B^{4}_{tx=0}L^{8}_{a=0}L^{6}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+E^{f64,g}_{tx*6+c}*C^{f64,g}_{c,a};];");
-  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor A"), {{"layout", std::string("split:1,2")}}),
+  EXPECT_EQ(applied(lt, p, site(lt, p, "tensor A"), {{"layout", std::string("split")}, {"dims", std::vector<int64_t>{1}}, {"factor", int64_t{2}}}),
             "L^{4}_{a=0}L^{3}_{c=0}L^{2}_{d=0}[E^{f64,g}_{a,c,d}=A^{f64,g}_{a,c*2+d};];"
             "B^{4}_{tx=0}L^{8}_{a=0}L^{6}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+E^{f64,g}_{tx,c//2,c%2}*C^{f64,g}_{c,a};];");
   EXPECT_TRUE(refused(lt, p, "tensor D", "not read-only"));
+  // Parameters are typed: a layout with the wrong arity is refused with the reason, not parsed.
+  auto bad = lt.apply(p, site(lt, p, "tensor C"), {{"layout", std::string("transpose")}, {"dims", std::vector<int64_t>{0}}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.refusal().site, "tensor C");
+  EXPECT_NE(bad.refusal().reason.find("not a layout"), std::string::npos) << bad.refusal().reason;
 
   auto q = program("input A: f64[3,4]\noutput C: f64[3,4]\n"
                    "L^{3}_{a=0}L^{4}_{c=0}[E^{f64,g}_{a,c}=A^{f64,g}_{a,c}*2;];"
                    "L^{3}_{a=0}L^{4}_{c=0}[C^{f64,g}_{a,c}=E^{f64,g}_{a,c}+1;];");
   auto& sl = get("set_storage_layout");
-  EXPECT_EQ(applied(sl, q, site(sl, q, "tensor E"), {{"layout", std::string("transpose:0,1")}}),
+  EXPECT_EQ(applied(sl, q, site(sl, q, "tensor E"), {{"layout", std::string("transpose")}, {"dims", std::vector<int64_t>{0, 1}}}),
             "L^{3}_{a=0}L^{4}_{c=0}[E^{f64,g}_{c,a}=A^{f64,g}_{a,c}*2;];L^{3}_{a=0}L^{4}_{c=0}[C^{f64,g}_{a,c}=E^{f64,g}_{c,a}+1;];");
-  EXPECT_EQ(applied(sl, q, site(sl, q, "tensor E"), {{"layout", std::string("merge:0")}}),
+  EXPECT_EQ(applied(sl, q, site(sl, q, "tensor E"), {{"layout", std::string("merge")}, {"dims", std::vector<int64_t>{0}}}),
             "L^{3}_{a=0}L^{4}_{c=0}[E^{f64,g}_{a*4+c}=A^{f64,g}_{a,c}*2;];L^{3}_{a=0}L^{4}_{c=0}[C^{f64,g}_{a,c}=E^{f64,g}_{a*4+c}+1;];");
   auto& ss = get("set_storage_scope");
   EXPECT_EQ(applied(ss, q, site(ss, q, "tensor E"), {{"scope", std::string("s")}}),
