@@ -20,10 +20,12 @@
 //    public engine's `x/y*y` bug) nor disappear (no removed singularity: the result must be
 //    undefined where the input is); divisors proven nonzero (nonzero constants, c+u with c > 0
 //    and u >= 0, ...) are free;
-//  * numeric probes: the target and its replacement are evaluated in float64 on 48 seeded value
+//  * numeric probes: the target and its replacement are evaluated by the reference interpreter
+//    (interp/, its float64 semantics: Python // and %, lazy if_then_else) on 64 seeded value
 //    assignments of their opaque leaves (ordinary, x1e3, x1e-3, small integers with zeros and
-//    ties, positive, x30); a disagreement (NaN/inf on one side only, e.g. exp(x)*exp(-y)
-//    overflowing where exp(x-y) does not, or a value difference beyond rounding) refuses;
+//    ties, positive, x30, +-[600,1000], [700,1000]); a disagreement (NaN/inf on one side only,
+//    e.g. exp(x)*exp(-y) overflowing where exp(x-y) does not, or a value difference beyond
+//    rounding) refuses;
 //  * size: the result may not blow up (at most 4x the target + 16 nodes).
 #pragma once
 
@@ -120,9 +122,10 @@ std::set<std::string> nonnegative_tensors(const leir::Program& p);
 // split into product factors and keyed sign-insensitively; nonzero ones are left out.
 std::set<std::string> risky_denominators(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
 
-// Float64 probe comparison of `before` and `after` (see the header comment); an empty string
-// when they agree on every probe, otherwise a description of the first disagreement.
-// Reads of tensors in `nonneg_tensors` get probe values >= 0.
+// Float64 probe comparison of `before` and `after` (see the header comment), run by the
+// interpreter as one program over all probes; an empty string when they agree on every probe,
+// otherwise a description of the first disagreement. Reads of tensors in `nonneg_tensors` get
+// probe values >= 0.
 std::string probe_disagreement(const leir::ExprPtr& before, const leir::ExprPtr& after,
                                const std::set<std::string>& nonneg_tensors = {});
 
