@@ -783,10 +783,10 @@ std::string probe_disagreement(const ExprPtr& before, const ExprPtr& after, cons
 // ---------------------------------------------------------------------------------------------
 // The strategy skeleton
 
-AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const Program& p, const StmtView& v, const Target& t,
+AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const ScheduleState& st, const StmtView& v, const Target& t,
                                                       const Params& params,
                                                       const std::set<std::string>& nonneg) const {
-  Context ctx{p, v, nonneg};
+  Context ctx{st, st.program(), v, nonneg};
   Rewrite r;
   try {
     r = rewrite(t, params, ctx);
@@ -887,10 +887,10 @@ const AlgebraicStrategy::Attempts& AlgebraicStrategy::attempts(const ScheduleSta
       }
       for (size_t i = 0; i < ts.size(); ++i) {
         Attempts::ForTarget ft{{v.path, {static_cast<int>(i)}, site_description(v, ts[i])}, &v, ts[i], {}};
-        Context ctx{st.program(), v, facts.nonneg};
+        Context ctx{st, st.program(), v, facts.nonneg};
         std::string reasons;
         for (const auto& params : target_params(ts[i], ctx)) {
-          auto a = attempt(st.program(), v, ts[i], params, facts.nonneg);
+          auto a = attempt(st, v, ts[i], params, facts.nonneg);
           if (a.stmt) {
             ft.legal.push_back({params, std::move(*a.stmt)});
             continue;
@@ -926,7 +926,7 @@ Applied AlgebraicStrategy::apply(const ScheduleState& st, const Site& s, const P
   for (const auto& l : t->legal)
     if (l.params == params) stmt = l.stmt;
   if (!stmt) {  // parameters outside the space: try them, for the reason
-    auto a = attempt(st.program(), *t->view, t->target, params, statement_facts(st).nonneg);
+    auto a = attempt(st, *t->view, t->target, params, statement_facts(st).nonneg);
     if (!a.stmt) return refuse(s, a.refusal);
     stmt = std::move(a.stmt);
   }

@@ -59,6 +59,7 @@ struct Target {
 };
 
 struct Context {
+  const ScheduleState& state;     // the program and its cached analyses
   const leir::Program& program;
   const StmtView& view;
   const std::set<std::string>& nonneg_tensors;  // tensors whose every value is >= 0 (or NaN)
@@ -95,7 +96,7 @@ class AlgebraicStrategy : public Strategy {
     std::optional<leir::Stmt> stmt;  // the rewritten statement, or
     std::string refusal;             // why there is none
   };
-  Attempt attempt(const leir::Program& p, const StmtView& v, const Target& t, const Params& params,
+  Attempt attempt(const ScheduleState& st, const StmtView& v, const Target& t, const Params& params,
                   const std::set<std::string>& nonneg) const;
   struct Attempts;
   const Attempts& attempts(const ScheduleState& st) const;

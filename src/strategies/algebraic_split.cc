@@ -31,6 +31,7 @@
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "strategies/algebraic_base.h"
+#include "strategies/schedule_state.h"
 
 namespace steptp::strategies::algebraic {
 namespace {
@@ -73,25 +74,48 @@ bool has_wide_product(const ExprPtr& e, const std::set<std::string>& w) {
   return false;
 }
 
-// Whether `target` is a full-range exponential of a program that multiplies two of them.
-bool in_wide_product_program(const leir::Program& p, const ExprPtr& target) {
-  std::set<std::string> w;
-  std::vector<const leir::Stmt*> stmts;
-  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto* s : stmts)
-      if (!w.count(s->lhs->tensor) && wide(s->rhs, w)) {
-        w.insert(s->lhs->tensor);
-        changed = true;
+// The tensors of a program whose values may be full-range exponentials (`wide`) or +-inf
+// (`infinite`): least fixpoints over the program's writes, computed once per state.
+struct ValueRanges {
+  std::set<std::string> wide, infinite;
+  bool wide_product = false;  // some statement multiplies two wide values
+};
+
+bool reaches_infinity(const ExprPtr& e, const std::set<std::string>& infinite);
+
+const ValueRanges& value_ranges(const ScheduleState& st) {
+  static const char owner = 0;
+  return st.memo<ValueRanges>(&owner, [&] {
+    ValueRanges r;
+    std::vector<const leir::Stmt*> stmts;
+    leir::for_each_stmt(st.program().body,
+                        [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
+    auto fixpoint = [&](std::set<std::string>& into, auto reaches) {
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (const auto* s : stmts)
+          if (!into.count(s->lhs->tensor) && reaches(s->rhs, into)) {
+            into.insert(s->lhs->tensor);
+            changed = true;
+          }
       }
-  }
-  if (!wide(target, w)) return false;
-  return std::any_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) { return has_wide_product(s->rhs, w); });
+    };
+    fixpoint(r.wide, wide);
+    fixpoint(r.infinite, reaches_infinity);
+    r.wide_product =
+        std::any_of(stmts.begin(), stmts.end(), [&](const leir::Stmt* s) { return has_wide_product(s->rhs, r.wide); });
+    return r;
+  });
+}
+
+// Whether `target` is a full-range exponential of a program that multiplies two of them.
+bool in_wide_product_program(const ScheduleState& st, const ExprPtr& target) {
+  const auto& r = value_ranges(st);
+  return r.wide_product && wide(target, r.wide);
 }
 
 // Whether `e` may evaluate to +-inf: it holds an inf literal or an exp, or reads a tensor that
-// may hold one (least fixpoint over the program's writes; max/min/if_then_else pass it on too).
+// may hold one (max/min/if_then_else pass it on too).
 bool reaches_infinity(const ExprPtr& e, const std::set<std::string>& infinite) {
   if (e->is_number() && std::isinf(e->value)) return true;
   if (e->kind == ExprKind::Call && e->func == Func::Exp) return true;
@@ -99,19 +123,8 @@ bool reaches_infinity(const ExprPtr& e, const std::set<std::string>& infinite) {
   return std::any_of(e->args.begin(), e->args.end(), [&](const ExprPtr& a) { return reaches_infinity(a, infinite); });
 }
 
-bool may_be_infinite(const leir::Program& p, const ExprPtr& target) {
-  std::set<std::string> infinite;
-  std::vector<const leir::Stmt*> stmts;
-  leir::for_each_stmt(p.body, [&](const leir::Stmt& s, const std::vector<const leir::Loop*>&) { stmts.push_back(&s); });
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto* s : stmts)
-      if (!infinite.count(s->lhs->tensor) && reaches_infinity(s->rhs, infinite)) {
-        infinite.insert(s->lhs->tensor);
-        changed = true;
-      }
-  }
-  return reaches_infinity(target, infinite);
+bool may_be_infinite(const ScheduleState& st, const ExprPtr& target) {
+  return reaches_infinity(target, value_ranges(st).infinite);
 }
 
 constexpr const char* kWideRefusal =
@@ -142,7 +155,7 @@ class MultiplicativeSplit final : public AlgebraicStrategy {
   Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
     const std::string* z = z_param(params);
     if (!z || std::stod(*z) == 0) return Rewrite::refuse("z must be a nonzero constant");
-    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
+    if (in_wide_product_program(c.state, t.expr)) return Rewrite::refuse(kWideRefusal);
     ExprPtr zc = constant(*z);
     return Rewrite::to(leir::make_binary(BinaryOp::Mul, leir::make_binary(BinaryOp::Div, t.expr, zc), zc));
   }
@@ -161,8 +174,8 @@ class AdditiveSplit final : public AlgebraicStrategy {
   Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
     const std::string* z = z_param(params);
     if (!z || *z != "x") return Rewrite::refuse("z must be x (the target itself)");
-    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
-    if (may_be_infinite(c.program, t.expr))
+    if (in_wide_product_program(c.state, t.expr)) return Rewrite::refuse(kWideRefusal);
+    if (may_be_infinite(c.state, t.expr))
       return Rewrite::refuse("the value may be infinite (an inf literal or an exponential feeds it): inf+inf-inf is NaN");
     return Rewrite::to(leir::make_binary(BinaryOp::Sub, leir::make_binary(BinaryOp::Add, t.expr, t.expr), t.expr));
   }
@@ -186,7 +199,7 @@ class ExponentialSplit final : public AlgebraicStrategy {
     return out;
   }
   Rewrite rewrite(const Target& t, const Params& params, const Context& c) const override {
-    if (in_wide_product_program(c.program, t.expr)) return Rewrite::refuse(kWideRefusal);
+    if (in_wide_product_program(c.state, t.expr)) return Rewrite::refuse(kWideRefusal);
     const std::string* z = z_param(params);
     auto it = params.find("form");
     const std::string* form = it == params.end() ? nullptr : std::get_if<std::string>(&it->second);
