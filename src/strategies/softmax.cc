@@ -8,13 +8,41 @@
 //   normalize:  Z_{s,k} = exp(x - M_s) / S_s      same loops
 //   P@V:        O_o = O_o + Z_{s,k} * V           k the reduction loop of the product
 //
-// The one-pass forms keep running values along k: R (running max) and Q (sum of exp(x - R_k)),
-// and for attention A (the normalized output row). Masked rows (x = -inf) are the trap:
-// exp(-inf - -inf) is NaN. The original program yields NaN statistics exactly for rows that are
-// masked everywhere (PyTorch gives NaN there too) and exact zeros for masked elements of other
-// rows, so the recurrences restart whenever everything so far is masked:
-//   Q_k = (k == 0 or R_{k-1} == -inf ? 0 : Q_{k-1} * exp(R_{k-1} - R_k)) + exp(x_k - R_k)
-// which is NaN while the row is all -inf (as the original) and recovers at the first finite x.
+// 36 keeps the running max as an array R_{s,k} over k plus a read of its last element (that is
+// how STRATEGIES.md defines it). The one-pass forms of 40-42 keep their running values per output
+// element instead, updated in place along k (made serial), so they need less memory than the
+// programs they replace, not more (the public array forms held every prefix). Per iteration:
+//   P_s = if_then_else(k-1<0, -inf, M_s)          the previous running max (a per-row buffer)
+//   M_s = max(M_s, x)                              the max reduction's own statement
+//   S_s = if_then_else(P_s == -inf, 0, S_s * exp(P_s - M_s)) + exp(x - M_s)
+// M and S are the original statistics: after the last iteration they hold the reductions' values,
+// so every later reader (the normalization, a known output, any other reader) reads them as
+// before and no copy nest is needed. LEIR's unset rule (LEIR.md §3) holds: M's statement is an
+// accumulation (its unset element reads -inf at k = 0); S's is not, and S's unset element is never
+// read because P_s = -inf at k = 0 and if_then_else is lazy; P_s reads M_s only from k = 1 on.
+//
+// Masked rows (x = -inf) are the trap: exp(-inf - -inf) is NaN. The original program yields NaN
+// statistics exactly for rows that are masked everywhere (PyTorch gives NaN there too) and exact
+// zeros for masked elements of other rows, so the running sum restarts while everything so far is
+// masked (P_s == -inf): it is NaN while the row is all -inf (as the original) and recovers at the
+// first finite x.
+//
+// 40 and 41 differ in what they rewrite. 40 fuses the two reductions only: the one pass stands
+// where the sum was and the statistics stay global per-row tensors that whatever follows reads.
+// 41 rewrites all three nests of the softmax: the normalization (the first later reader of the
+// statistics; it must read both, where they are written) moves into the max nest's loops outside
+// k, right after their pass, so each row's normalization reads what the fused pass just produced
+// for that row (the online softmax kernel: per row, one pass for the statistics, one for the
+// output; a softmax over a middle axis shares the loops outside it, over the first axis none).
+//
+// 42 fuses the P@V product too. Its output O_o itself is the running (normalized) accumulator,
+// updated in place after the statistics of the iteration; it carries the previous normalized
+// output times the previous sum, so the previous sum needs a per-row buffer T written before S
+// moves on:
+//   T_s = if_then_else(k-1<0, 0, S_s)
+//   O_o = if_then_else(P_s == -inf, 0, O_o * T_s * exp(P_s - M_s)) / S_s + exp(x - M_s) / S_s * V
+// O_o is set at every k, so it is read only once set (never at k = 0, where P_s = -inf), and after
+// the last k it is the product's value: no accumulator array, no copy nest.
 #include <cmath>
 #include <limits>
 
@@ -22,7 +50,6 @@
 
 #include "analysis/accumulation.h"
 #include "analysis/names.h"
-#include "leir/ir_mutator.h"
 #include "strategies/dataflow_util.h"
 #include "strategies/schedule_state.h"
 
@@ -156,10 +183,10 @@ std::string match_norm(const Program& p, const analysis::UseDef& ud, const MaxNe
   return "";
 }
 
-// ---- building the one-pass statistics ---------------------------------------------------------
+// ---- 36: the running-max array -------------------------------------------------------------
 
 struct Prefix {
-  std::string r, q;    // running max, running sum of exp
+  std::string r;       // running max
   ExprPtr kv;          // the reduction variable
   int64_t n = 0;       // its extent
   std::vector<ExprPtr> s;  // statistic subscripts
@@ -174,39 +201,19 @@ ExprPtr at(const Prefix& pf, const std::string& t, ExprPtr k) {
 ExprPtr at_k(const Prefix& pf, const std::string& t) { return at(pf, t, pf.kv); }
 ExprPtr at_prev(const Prefix& pf, const std::string& t) { return at(pf, t, plus_const(pf.kv, -1)); }
 ExprPtr at_last(const Prefix& pf, const std::string& t) { return at(pf, t, leir::make_int(pf.n - 1)); }
-ExprPtr k_is_first(const Prefix& pf) {
-  return leir::make_compare({plus_const(pf.kv, -1), leir::make_int(0)}, {leir::CompareOp::Lt});
+ExprPtr is_first(const ExprPtr& kv) {
+  return leir::make_compare({plus_const(kv, -1), leir::make_int(0)}, {leir::CompareOp::Lt});
 }
 ExprPtr ite(ExprPtr c, ExprPtr a, ExprPtr b) { return leir::make_call(Func::IfThenElse, {c, a, b}); }
 
 // R_{s,k} = max(if_then_else(k-1<0, -inf, R_{s,k-1}), x)
 Stmt running_max(const Prefix& pf, const ExprPtr& x) {
-  return make_stmt(at_k(pf, pf.r), leir::make_call(Func::Max, {ite(k_is_first(pf), neg_inf(), at_prev(pf, pf.r)), x}));
+  return make_stmt(at_k(pf, pf.r), leir::make_call(Func::Max, {ite(is_first(pf.kv), neg_inf(), at_prev(pf, pf.r)), x}));
 }
 
-// The rescaling of a running value carried from k-1 (0 when nothing finite came before):
-// if_then_else(k-1<0, 0, if_then_else(R_{k-1} == -inf, 0, carried * exp(R_{k-1} - R_k)))
-ExprPtr carried(const Prefix& pf, const ExprPtr& value) {
-  auto scale = leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, at_prev(pf, pf.r), at_k(pf, pf.r))});
-  auto all_masked = leir::make_compare({at_prev(pf, pf.r), neg_inf()}, {leir::CompareOp::Eq});
-  return ite(k_is_first(pf), leir::make_int(0),
-             ite(all_masked, leir::make_int(0), leir::make_binary(BinaryOp::Mul, value, scale)));
-}
-
-ExprPtr centered_exp(const Prefix& pf, const ExprPtr& x) {
-  return leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, x, at_k(pf, pf.r))});
-}
-
-// Q_{s,k} = carried(Q_{s,k-1}) + exp(x - R_{s,k})
-Stmt running_sum(const Prefix& pf, const ExprPtr& x) {
-  return make_stmt(at_k(pf, pf.q), leir::make_binary(BinaryOp::Add, carried(pf, at_prev(pf, pf.q)), centered_exp(pf, x)));
-}
-
-Prefix make_prefix(const Program& p, const MaxNest& m, int names) {
+Prefix make_prefix(const Program& p, const MaxNest& m) {
   Prefix pf;
-  auto fresh = fresh_tensor_names(p, names);
-  pf.r = fresh[0];
-  if (names > 1) pf.q = fresh[1];
+  pf.r = fresh_tensor_names(p, 1)[0];
   const Loop& k = m.nest->loops[m.k];
   pf.kv = leir::make_var(k.var);
   pf.n = k.extent;
@@ -242,16 +249,43 @@ Nest copy_last(const MaxNest& m, const Prefix& pf, const std::vector<std::pair<E
   return make_nest(loops, stmts);
 }
 
-// Replaces every read M_g of `tensor` in items after `from` by prefix_{g, n-1}.
-void redirect_reads(Program& out, size_t from, const std::string& tensor, const Prefix& pf, const std::string& prefix) {
-  for (size_t i = from; i < out.body.size(); ++i)
-    out.body[i] = leir::map_exprs({out.body[i]}, [&](const ExprPtr& e) {
-                    return map_reads(e, tensor, [&](const ExprPtr& r) {
-                      auto idx = r->args;
-                      idx.push_back(leir::make_int(pf.n - 1));
-                      return access_like(*pf.like, prefix, idx);
-                    });
-                  }).front();
+// ---- 40-42: the one pass, running values per row ---------------------------------------------
+
+// The statistics M_s and S_s updated in place, P_s the running max before this iteration.
+struct OnePass {
+  ExprPtr kv;      // the reduction variable
+  ExprPtr m, s;    // M_s, S_s
+  ExprPtr prev;    // P_s
+  ExprPtr term;    // exp(x - M_s)
+};
+
+OnePass make_one_pass(const MaxNest& m, const SumNest& sum, const std::string& prev) {
+  OnePass o;
+  o.kv = leir::make_var(m.nest->loops[m.k].var);
+  o.m = m.stmt->lhs;
+  o.s = sum.stmt->lhs;
+  o.prev = access_like(*o.m, prev, o.m->args);
+  o.term = leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, m.x, o.m)});
+  return o;
+}
+
+// A running value carried to this iteration: 0 while everything so far is masked (P_s == -inf,
+// always so at k = 0, where `value` is never evaluated), else rescaled to the new max.
+ExprPtr carried(const OnePass& o, const ExprPtr& value) {
+  auto scale = leir::make_call(Func::Exp, {leir::make_binary(BinaryOp::Sub, o.prev, o.m)});
+  auto all_masked = leir::make_compare({o.prev, neg_inf()}, {leir::CompareOp::Eq});
+  return ite(all_masked, leir::make_int(0), leir::make_binary(BinaryOp::Mul, value, scale));
+}
+
+// P_s = if_then_else(k-1<0, -inf, M_s); M_s = max(M_s, x); S_s = carried(S_s) + exp(x - M_s).
+// `before_max` statements (flash's previous sum) run after P_s, while M_s and S_s still hold the
+// previous iteration's values.
+std::vector<Stmt> one_pass(const OnePass& o, const MaxNest& m, std::vector<Stmt> before_max = {}) {
+  std::vector<Stmt> out{make_stmt(o.prev, ite(is_first(o.kv), neg_inf(), o.m))};
+  for (auto& s : before_max) out.push_back(std::move(s));
+  out.push_back(*m.stmt);
+  out.push_back(make_stmt(o.s, leir::make_binary(BinaryOp::Add, carried(o, o.s), o.term)));
+  return out;
 }
 
 // Removes `items` (sorted ascending) and inserts `replacement` where the last one was.
@@ -268,11 +302,6 @@ Program splice(const Program& p, const std::vector<int>& items, std::vector<leir
   return out;
 }
 
-// Position (in the spliced body) just after the replacement block.
-size_t after_block(const std::vector<int>& items, size_t block) {
-  return static_cast<size_t>(items.back()) + 1 - items.size() + block;
-}
-
 // Chain items may all move down to `to` past the items that are not part of the chain.
 bool chain_can_sink(const analysis::UseDef& ud, const std::vector<int>& chain, int to) {
   for (int c : chain)
@@ -281,6 +310,75 @@ bool chain_can_sink(const analysis::UseDef& ud, const std::vector<int>& chain, i
       if (conflict(ud.items[c], ud.items[k])) return false;
     }
   return true;
+}
+
+// ---- 41: the normalization inside the statistics' row loops ----------------------------------
+
+struct RowNorm {
+  int item = -1;
+  const Nest* nest = nullptr;
+};
+
+bool same_args(const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (!leir::equal(a[d], b[d])) return false;
+  return true;
+}
+
+// The normalization is the first item after the sum that reads a statistic. It moves into the
+// max nest's loops outside k (the row loops when k is innermost, as in a softmax over the last
+// axis; the outer ones of the rows otherwise), after their pass over the remaining loops: so it
+// must start with those loops, read the statistics only at the subscripts they are written at
+// (final once the enclosing iteration's pass is done), write nothing the pass reads or writes, and
+// the pass must be able to move down to it.
+std::string match_row_norm(const Program& p, const analysis::UseDef& ud, const MaxNest& m, const SumNest& sum,
+                           RowNorm& out) {
+  const std::string& mt = m.stmt->lhs->tensor;
+  const std::string& st = sum.stmt->lhs->tensor;
+  int j = -1;
+  for (int k = sum.item + 1; k < static_cast<int>(p.body.size()) && j < 0; ++k)
+    if (ud.items[k].reads.count(mt) || ud.items[k].reads.count(st)) j = k;
+  if (j < 0 || !ud.items[j].reads.count(mt) || !ud.items[j].reads.count(st))
+    return "the first later reader of the statistics does not read both (no normalization to feed)";
+  const Nest* n = flat_nest(p, j);
+  if (!n) return fmt::format("the normalization (item {}) is not a nest of statements", j);
+  bool enclosed = n->loops.size() >= m.k;
+  for (size_t l = 0; enclosed && l < m.k; ++l) enclosed = same_loop(n->loops[l], m.nest->loops[l]);
+  if (!enclosed) return fmt::format("the normalization (item {}) does not start with the loops around the reduction loop", j);
+  bool own_row = true;
+  auto check = [&](const ExprPtr& r) {
+    own_row &= same_args(r->args, m.stmt->lhs->args);
+    return r;
+  };
+  for (const Stmt* s : stmts_of(*n)) map_stmt_reads(map_stmt_reads(*s, mt, check), st, check);
+  if (!own_row) return fmt::format("the normalization (item {}) reads the statistics of other rows", j);
+  for (int c : {m.item, sum.item})
+    for (const auto& t : ud.items[j].writes)
+      if (ud.items[c].reads.count(t) || ud.items[c].writes.count(t))
+        return fmt::format("the normalization (item {}) writes {}, which the statistics read or write", j, t);
+  if (!chain_can_sink(ud, {m.item, sum.item}, j)) return fmt::format("items before the normalization (item {}) conflict with the statistics", j);
+  out.item = j;
+  out.nest = n;
+  return "";
+}
+
+// outer[ k and the loops inside it[pass]; the normalization's other loops[its body] ], outer being
+// the max nest's loops outside k (none when k is outermost: the pass, then the normalization).
+std::vector<leir::Item> rows_then_norm(const MaxNest& m, std::vector<Stmt> pass, const Nest& norm) {
+  auto loops = scan_loops(m);
+  std::vector<leir::Item> inner{
+      leir::Item::of(make_nest({loops.begin() + static_cast<long>(m.k), loops.end()}, std::move(pass)))};
+  Nest rest;
+  rest.loops.assign(norm.loops.begin() + static_cast<long>(m.k), norm.loops.end());
+  rest.body = norm.body;
+  if (rest.loops.empty()) inner.insert(inner.end(), rest.body.begin(), rest.body.end());
+  else inner.push_back(leir::Item::of(std::move(rest)));
+  if (m.k == 0) return inner;
+  Nest outer;
+  outer.loops.assign(loops.begin(), loops.begin() + static_cast<long>(m.k));
+  outer.body = std::move(inner);
+  return {leir::Item::of(std::move(outer))};
 }
 
 // ---- 36 normal_loop_max_to_prefix_max ---------------------------------------------------------
@@ -298,7 +396,7 @@ class PrefixMax final : public Strategy {
     const auto& ud = st.use_def();
     MaxNest m;
     if (std::string why = match_max(p, ud, site_item(s), m); !why.empty()) return refuse(s, why);
-    Prefix pf = make_prefix(p, m, 1);
+    Prefix pf = make_prefix(p, m);
     std::vector<leir::Item> block;
     block.push_back(leir::Item::of(make_nest(scan_loops(m), {running_max(pf, m.x)})));
     block.push_back(leir::Item::of(copy_last(m, pf, {{m.stmt->lhs, pf.r}})));
@@ -337,34 +435,25 @@ class PrefixSoftmax : public Strategy {
   std::string_view description() const override {
     return mode_ == Mode::SumOnly
                ? "max + sum-of-exp reductions -> one pass with running max and rescaled running sum"
-               : "softmax's max, sum-of-exp and normalize -> one statistics pass read by the normalization";
+               : "softmax's max, sum-of-exp and normalize -> per row, one statistics pass then the normalization";
   }
   Exactness exactness() const override { return Exactness::Reassoc; }
 
-  Applied apply(const ScheduleState& state, const Site& s, const Params& params) const override {
-    const Program& p = state.program();
-    const auto& ud = state.use_def();
+  Applied apply(const ScheduleState& st, const Site& s, const Params& params) const override {
+    const Program& p = st.program();
+    const auto& ud = st.use_def();
     MaxNest m;
     SumNest sum;
     if (std::string why = match(p, ud, site_item(s), m, sum); !why.empty()) return refuse(s, why);
-    Prefix pf = make_prefix(p, m, 2);
-    const auto& mt = m.stmt->lhs->tensor;
-    const auto& st = sum.stmt->lhs->tensor;
-    std::vector<leir::Item> block;
-    block.push_back(leir::Item::of(make_nest(scan_loops(m), {running_max(pf, m.x), running_sum(pf, m.x)})));
-    std::vector<std::pair<ExprPtr, std::string>> copies;
-    if (mode_ == Mode::SumOnly || keeps_tensor(p, ud, mt, sum.item)) copies.push_back({m.stmt->lhs, pf.r});
-    if (mode_ == Mode::SumOnly || keeps_tensor(p, ud, st, sum.item)) copies.push_back({sum.stmt->lhs, pf.q});
-    if (!copies.empty()) block.push_back(leir::Item::of(copy_last(m, pf, copies)));
-    size_t n_block = block.size();
-    std::vector<int> chain{m.item, sum.item};
-    Program out = splice(p, chain, std::move(block));
-    if (mode_ == Mode::OnlineSoftmax) {
-      size_t from = after_block(chain, n_block);
-      if (!keeps_tensor(p, ud, mt, sum.item)) redirect_reads(out, from, mt, pf, pf.r);
-      if (!keeps_tensor(p, ud, st, sum.item)) redirect_reads(out, from, st, pf, pf.q);
+    auto pass = one_pass(make_one_pass(m, sum, fresh_tensor_names(p, 1)[0]), m);
+    if (mode_ == Mode::SumOnly) {
+      Program out = splice(p, {m.item, sum.item}, {leir::Item::of(make_nest(scan_loops(m), std::move(pass)))});
+      return candidate(st, s, params, Exactness::Reassoc, std::move(out));
     }
-    return candidate(state, s, params, Exactness::Reassoc, std::move(out));
+    RowNorm norm;
+    match_row_norm(p, ud, m, sum, norm);
+    Program out = splice(p, {m.item, sum.item, norm.item}, rows_then_norm(m, std::move(pass), *norm.nest));
+    return candidate(st, s, params, Exactness::Reassoc, std::move(out));
   }
 
  protected:
@@ -389,24 +478,12 @@ class PrefixSoftmax : public Strategy {
   }
 
  private:
-  // Statistics that must stay materialized: known tensors, or read outside the softmax reads
-  // (online_softmax redirects the reads of items after the sum).
-  // Reads before the sum are only the reductions' own running values.
-  static bool keeps_tensor(const Program& p, const analysis::UseDef& ud, const std::string& t, int sum_item) {
-    if (is_known(p, t)) return true;
-    for (int k : ud.readers(t))
-      if (k < sum_item && !ud.items[k].writes.count(t)) return true;
-    return false;
-  }
-
   std::string match(const Program& p, const analysis::UseDef& ud, int i, MaxNest& m, SumNest& sum) const {
     if (auto r = match_max(p, ud, i, m); !r.empty()) return r;
     if (auto r = match_sum(p, ud, m, sum); !r.empty()) return r;
     if (mode_ == Mode::OnlineSoftmax) {
-      bool normalized = false;
-      for (int k : ud.readers(sum.stmt->lhs->tensor))
-        if (k > sum.item && ud.items[k].reads.count(m.stmt->lhs->tensor)) normalized = true;
-      if (!normalized) return "no later item reads both statistics (no normalization to feed)";
+      RowNorm norm;
+      if (auto r = match_row_norm(p, ud, m, sum, norm); !r.empty()) return r;
     }
     return "";
   }
@@ -458,6 +535,9 @@ std::string match_attention(const Program& p, const analysis::UseDef& ud, int i,
   else if (term->args[1]->is_access() && term->args[1]->tensor == z) zr = term->args[1], a.v = term->args[0];
   else return "the product does not multiply the softmax result directly";
   if (reads_tensor(a.v, z) || reads_tensor(a.v, s.lhs->tensor)) return "the other factor reads Z or O";
+  // In the fused pass the statistics are running values: the other factor must not read them.
+  if (reads_tensor(a.v, a.m.stmt->lhs->tensor) || reads_tensor(a.v, a.sum.stmt->lhs->tensor))
+    return "the other factor reads the softmax statistics";
   // Z_{u..., kk}: u map onto the statistics' subscripts, kk is the product's reduction variable.
   const auto& zl = a.norm.stmt->lhs->args;
   std::set<std::string> mapped;
@@ -515,44 +595,26 @@ class FlashAttention final : public Strategy {
     const auto& ud = st.use_def();
     Attention a;
     if (std::string why = match_attention(p, ud, site_item(s), a); !why.empty()) return refuse(s, why);
-    Prefix pf = make_prefix(p, a.m, 3);
-    std::string acc_name = fresh_tensor_names(p, 3)[2];
+    auto names = fresh_tensor_names(p, 2);
     const MaxNest& m = a.m;
-    // A_{o', k} where o' is the product's output subscript in fused-nest variables.
+    OnePass op = make_one_pass(m, a.sum, names[0]);
+    // T_s: the previous sum, read by the output's update after S_s has moved on.
+    ExprPtr prev_sum = access_like(*op.s, names[1], op.s->args);
+    auto pass = one_pass(op, m, {make_stmt(prev_sum, ite(is_first(op.kv), leir::make_int(0), op.s))});
+    // O_o in fused-nest variables, updated in place.
     std::vector<ExprPtr> o;
     for (const auto& idx : a.pv_stmt->lhs->args) o.push_back(substitute_vars(idx, a.var_map));
-    auto acc_at = [&](ExprPtr k) {
-      auto idx = o;
-      idx.push_back(std::move(k));
-      return access_like(*a.pv_stmt->lhs, acc_name, idx);
-    };
-    ExprPtr q_k = at_k(pf, pf.q);
-    ExprPtr carried_acc = carried(pf, leir::make_binary(BinaryOp::Mul, acc_at(plus_const(pf.kv, -1)), at_prev(pf, pf.q)));
-    ExprPtr weight = leir::make_binary(BinaryOp::Div, centered_exp(pf, m.x), q_k);
-    ExprPtr rhs = leir::make_binary(BinaryOp::Add, leir::make_binary(BinaryOp::Div, carried_acc, q_k),
+    ExprPtr out = access_like(*a.pv_stmt->lhs, a.pv_stmt->lhs->tensor, o);
+    ExprPtr carried_out = carried(op, leir::make_binary(BinaryOp::Mul, out, prev_sum));
+    ExprPtr weight = leir::make_binary(BinaryOp::Div, op.term, op.s);
+    ExprPtr rhs = leir::make_binary(BinaryOp::Add, leir::make_binary(BinaryOp::Div, carried_out, op.s),
                                     leir::make_binary(BinaryOp::Mul, weight, substitute_vars(a.v, a.var_map)));
-    Nest inner = make_nest(a.inner, {make_stmt(acc_at(pf.kv), rhs)});
-    Nest fused = make_nest(scan_loops(m), {running_max(pf, m.x), running_sum(pf, m.x)});
+    Nest inner = make_nest(a.inner, {make_stmt(out, rhs)});
+    Nest fused = make_nest(scan_loops(m), std::move(pass));
     if (a.inner.empty()) fused.body.push_back(inner.body[0]);
     else fused.body.push_back(leir::Item::of(std::move(inner)));
-
     std::vector<leir::Item> block;
     block.push_back(leir::Item::of(std::move(fused)));
-    // Statistics still needed elsewhere stay materialized.
-    std::vector<std::pair<ExprPtr, std::string>> copies;
-    for (auto [t, prefix] : {std::pair{m.stmt->lhs, pf.r}, std::pair{a.sum.stmt->lhs, pf.q}}) {
-      bool other = is_known(p, t->tensor);
-      for (int k : ud.readers(t->tensor)) other |= k != a.sum.item && k != a.norm.item;
-      if (other) copies.push_back({t, prefix});
-    }
-    if (!copies.empty()) block.push_back(leir::Item::of(copy_last(m, pf, copies)));
-    // O_o = A_{o, n-1} over the product's loops but its reduction.
-    std::vector<Loop> out_loops;
-    for (const auto& l : a.pv_nest->loops)
-      if (l.var != a.kk) out_loops.push_back(l);
-    std::vector<ExprPtr> last_idx = a.pv_stmt->lhs->args;
-    last_idx.push_back(leir::make_int(pf.n - 1));
-    block.push_back(leir::Item::of(make_nest(out_loops, {make_stmt(a.pv_stmt->lhs, access_like(*a.pv_stmt->lhs, acc_name, last_idx))})));
     return candidate(st, s, params, Exactness::Reassoc, splice(p, {m.item, a.sum.item, a.norm.item, a.pv}, std::move(block)));
   }
 
