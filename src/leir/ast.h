@@ -71,6 +71,7 @@ struct Expr {
   bool is_number() const { return kind == ExprKind::Number; }
   bool is_var() const { return kind == ExprKind::IndexVar; }
   bool is_access() const { return kind == ExprKind::Access; }
+  bool is_call(Func f) const { return kind == ExprKind::Call && func == f; }
   const std::string& var_name() const { return text; }
 };
 

@@ -45,7 +45,6 @@ ExprPtr bare(const ExprPtr& e) {
 }
 
 bool is_bin(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
-bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
 bool is_product(const Expr& e) { return is_bin(e, BinaryOp::Mul) || is_bin(e, BinaryOp::Div); }
 bool is_sum(const Expr& e) { return is_bin(e, BinaryOp::Add) || is_bin(e, BinaryOp::Sub); }
 
@@ -125,7 +124,7 @@ std::vector<Target> sum_roots(const StmtView& v) {
 // sums, products and negations of bounded parts.
 std::optional<double> magnitude_bound(const ExprPtr& e) {
   if (e->is_number()) return std::fabs(e->value);
-  if (is_call(*e, Func::Tanh) || is_call(*e, Func::Erf) || is_call(*e, Func::Sigmoid)) return 1.0;
+  if (e->is_call(Func::Tanh) || e->is_call(Func::Erf) || e->is_call(Func::Sigmoid)) return 1.0;
   if (e->kind == ExprKind::Unary) return magnitude_bound(e->args[0]);
   if (is_sum(*e) || is_bin(*e, BinaryOp::Mul)) {
     auto a = magnitude_bound(e->args[0]), b = magnitude_bound(e->args[1]);
@@ -166,7 +165,7 @@ ExprPtr power(const ExprPtr& base, const ExprPtr& k) {
 // Splits a factor into base and exponent: x**k, sqrt(x) = x**0.5, x = x**1.
 std::pair<ExprPtr, ExprPtr> base_exponent(const ExprPtr& f) {
   if (is_bin(*f, BinaryOp::Pow)) return {f->args[0], f->args[1]};
-  if (is_call(*f, Func::Sqrt)) return {f->args[0], num(0.5)};
+  if (f->is_call(Func::Sqrt)) return {f->args[0], num(0.5)};
   return {f, leir::make_int(1)};
 }
 
@@ -210,7 +209,7 @@ class Powsimp final : public AlgebraicStrategy {
     std::vector<ExprPtr> exp_exponents;  // one per exp factor
     int first_exp = -1;
     for (const auto& f : fs)
-      if (is_call(*f.e, Func::Exp)) {
+      if (f.e->is_call(Func::Exp)) {
         if (first_exp < 0) first_exp = static_cast<int>(out.size());
         sum_terms(f.e->args[0], !f.inverse, exp_args);
         exp_exponents.push_back(f.e->args[0]);
@@ -272,7 +271,7 @@ class ExpandPowsimp final : public AlgebraicStrategy {
  protected:
   std::vector<Target> targets(const StmtView& v) const override {
     return node_targets(v, [](const Expr& e) {
-      if (is_call(e, Func::Exp)) return is_sum(*e.args[0]);
+      if (e.is_call(Func::Exp)) return is_sum(*e.args[0]);
       if (!is_bin(e, BinaryOp::Pow)) return false;
       const Expr& k = *e.args[1];
       return is_sum(k) || (k.is_number() && k.value >= 2 && k.value == std::floor(k.value) && k.value <= 16);
@@ -281,7 +280,7 @@ class ExpandPowsimp final : public AlgebraicStrategy {
 
   Rewrite rewrite(const Target& t, const Params&, const Context&) const override {
     const ExprPtr& e = t.expr;
-    if (is_call(*e, Func::Exp)) {
+    if (e->is_call(Func::Exp)) {
       std::vector<Term> terms;
       sum_terms(e->args[0], true, terms);
       if (!at_most_one_unbounded(terms)) return Rewrite::refuse(kOverflowRefusal);
@@ -323,8 +322,8 @@ class ExpandLog final : public AlgebraicStrategy {
  protected:
   std::vector<Target> targets(const StmtView& v) const override {
     return node_targets(v, [](const Expr& e) {
-      return is_call(e, Func::Log) &&
-             (is_product(*e.args[0]) || is_bin(*e.args[0], BinaryOp::Pow) || is_call(*e.args[0], Func::Sqrt));
+      return e.is_call(Func::Log) &&
+             (is_product(*e.args[0]) || is_bin(*e.args[0], BinaryOp::Pow) || e.args[0]->is_call(Func::Sqrt));
     });
   }
 
@@ -333,7 +332,7 @@ class ExpandLog final : public AlgebraicStrategy {
   Rewrite rewrite(const Target& t, const Params&, const Context& c) const override {
     const ExprPtr& arg = t.expr->args[0];
     auto log_of = [](const ExprPtr& x) { return leir::make_call(Func::Log, {bare(x)}); };
-    if (is_call(*arg, Func::Sqrt))  // defined exactly where sqrt is: no sign condition
+    if (arg->is_call(Func::Sqrt))  // defined exactly where sqrt is: no sign condition
       return Rewrite::to(leir::make_binary(BinaryOp::Mul, num(0.5), log_of(arg->args[0])));
     if (is_bin(*arg, BinaryOp::Pow)) {
       if (!nonnegative(arg->args[0], c.nonneg_tensors))
@@ -371,7 +370,7 @@ class Logsimp final : public AlgebraicStrategy {
     int first_log = -1;
     std::string refusal;
     for (const auto& term : terms) {
-      if (is_call(*term.e, Func::Log)) {
+      if (term.e->is_call(Func::Log)) {
         if (!nonnegative(term.e->args[0], c.nonneg_tensors)) {
           refusal = brief(term.e->args[0]) + " is not provably >= 0";
           rest.push_back(term);

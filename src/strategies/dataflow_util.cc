@@ -215,10 +215,9 @@ std::vector<ExprPtr> var_exprs(const std::vector<std::string>& vars) {
   return out;
 }
 
-Nest make_nest(std::vector<Loop> loops, std::vector<Stmt> stmts) {
-  std::vector<Item> body;
-  for (auto& s : stmts) body.push_back(Item::of(std::move(s)));
-  return loops::make_nest(std::move(loops), std::move(body));
+std::vector<Loop> loops_or_scalar(std::vector<Loop> loops) {
+  if (loops.empty()) loops.push_back(loops::make_loop(leir::LoopKind::Bound, 1, "tx"));
+  return loops;
 }
 
 Stmt make_stmt(ExprPtr lhs, ExprPtr rhs) {

@@ -13,6 +13,7 @@
 
 #include "analysis/structure.h"
 #include "leir/ast.h"
+#include "strategies/loop_sites.h"
 #include "strategies/strategy.h"
 
 namespace steptp::strategies::dataflow {
@@ -58,7 +59,11 @@ leir::ExprPtr access_like(const leir::Expr& like, const std::string& tensor, std
 leir::ExprPtr plus_const(const leir::ExprPtr& idx, int64_t c);  // flat `v+c` (affine when possible)
 std::vector<leir::ExprPtr> var_exprs(const std::vector<std::string>& vars);
 
-leir::Nest make_nest(std::vector<leir::Loop> loops, std::vector<leir::Stmt> stmts);
+// The loops of a nest that must hold statements: `loops`, or the one-iteration bound loop
+// B^{1}_{tx} when there are none (a scalar statement is written as such a nest, as the public
+// translator does).
+std::vector<leir::Loop> loops_or_scalar(std::vector<leir::Loop> loops);
+using loops::make_nest;
 leir::Stmt make_stmt(leir::ExprPtr lhs, leir::ExprPtr rhs);
 
 // Subscript of a write that visits every element once: each dimension a plain loop variable

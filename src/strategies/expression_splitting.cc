@@ -97,15 +97,7 @@ Nest hoisted_nest(const std::string& name, const std::vector<Loop>& loops, const
   std::vector<std::string> vars;
   for (const auto& l : loops) vars.push_back(l.var);
   read = leir::make_access(name, leir::DType::F64, leir::Scope::Global, var_exprs(vars));
-  std::vector<Loop> ls = loops;
-  if (ls.empty()) {
-    Loop one;
-    one.kind = leir::LoopKind::Bound;
-    one.extent = 1;
-    one.var = "tx";
-    ls.push_back(one);
-  }
-  return make_nest(ls, {make_stmt(read, e)});
+  return make_nest(loops_or_scalar(loops), {make_stmt(read, e)});
 }
 
 // Replaces every node structurally equal to `target` by `by`.

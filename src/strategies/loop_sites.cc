@@ -93,6 +93,12 @@ leir::Nest make_nest(std::vector<Loop> loops, std::vector<leir::Item> body) {
   return n;
 }
 
+leir::Nest make_nest(std::vector<Loop> loops, std::vector<leir::Stmt> stmts) {
+  std::vector<leir::Item> body;
+  for (auto& s : stmts) body.push_back(leir::Item::of(std::move(s)));
+  return make_nest(std::move(loops), std::move(body));
+}
+
 Loop make_loop(LoopKind kind, int64_t extent, std::string var, int64_t start) {
   Loop l;
   l.kind = kind;

@@ -33,6 +33,7 @@ std::vector<int64_t> split_points(int64_t n);
 leir::ExprPtr combine_partials(analysis::AccumOp op, leir::ExprPtr a, leir::ExprPtr b);
 
 leir::Nest make_nest(std::vector<leir::Loop> loops, std::vector<leir::Item> body);
+leir::Nest make_nest(std::vector<leir::Loop> loops, std::vector<leir::Stmt> stmts);  // one item per statement
 leir::Loop make_loop(leir::LoopKind kind, int64_t extent, std::string var, int64_t start = 0);
 
 }  // namespace steptp::strategies::loops

@@ -69,7 +69,6 @@ using leir::Stmt;
 
 ExprPtr neg_inf() { return leir::make_neg(leir::make_number(std::numeric_limits<double>::infinity(), "inf")); }
 
-bool is_call(const Expr& e, Func f) { return e.kind == ExprKind::Call && e.func == f; }
 bool is_binary(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
 
 
@@ -88,7 +87,7 @@ std::string match_max(const Program& p, const analysis::UseDef& ud, int i, MaxNe
   if (!n || n->body.size() != 1) return "not a single-statement nest";
   const Stmt& s = n->body[0].stmt;
   auto acc = analysis::accumulation_of(s);
-  if (!acc || acc->op != analysis::AccumOp::Max || !is_call(*s.rhs, Func::Max))
+  if (!acc || acc->op != analysis::AccumOp::Max || !s.rhs->is_call(Func::Max))
     return "not a max reduction M=max(M,x)";
   const std::string& mt = s.lhs->tensor;
   m.x = s.rhs->args[0] == acc->self ? s.rhs->args[1] : s.rhs->args[0];
@@ -120,7 +119,7 @@ struct SumNest {
 
 // x - M_s inside exp(): true when `e` is exp(x - M_s) for the max nest `m`.
 bool is_exp_of_centered(const ExprPtr& e, const MaxNest& m) {
-  if (!is_call(*e, Func::Exp)) return false;
+  if (!e->is_call(Func::Exp)) return false;
   const ExprPtr& d = e->args[0];
   return is_binary(*d, BinaryOp::Sub) && leir::equal(d->args[0], m.x) && leir::equal(d->args[1], m.stmt->lhs);
 }
@@ -239,14 +238,7 @@ std::vector<Loop> loops_without(const std::vector<Loop>& loops, size_t k) {
 Nest copy_last(const MaxNest& m, const Prefix& pf, const std::vector<std::pair<ExprPtr, std::string>>& pairs) {
   std::vector<Stmt> stmts;
   for (const auto& [target, prefix] : pairs) stmts.push_back(make_stmt(target, at_last(pf, prefix)));
-  auto loops = loops_without(m.nest->loops, m.k);
-  if (loops.empty()) {
-    Loop one;
-    one.kind = leir::LoopKind::Bound;
-    one.var = "tx";
-    loops.push_back(one);
-  }
-  return make_nest(loops, stmts);
+  return make_nest(loops_or_scalar(loops_without(m.nest->loops, m.k)), stmts);
 }
 
 // ---- 40-42: the one pass, running values per row ---------------------------------------------
@@ -464,7 +456,7 @@ class PrefixSoftmax : public Strategy {
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       // Sites are max reductions; other items are not worth listing.
       const Nest* n = flat_nest(p, i);
-      if (!n || n->body.size() != 1 || !is_call(*n->body[0].stmt.rhs, Func::Max)) continue;
+      if (!n || n->body.size() != 1 || !n->body[0].stmt.rhs->is_call(Func::Max)) continue;
       MaxNest m;
       Considered c;
       c.site.path = {i};
@@ -625,7 +617,7 @@ class FlashAttention final : public Strategy {
     const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
       const Nest* n = flat_nest(p, i);
-      if (!n || n->body.size() != 1 || !is_call(*n->body[0].stmt.rhs, Func::Max)) continue;
+      if (!n || n->body.size() != 1 || !n->body[0].stmt.rhs->is_call(Func::Max)) continue;
       Attention a;
       Considered c;
       c.refusal = match_attention(p, ud, i, a);

@@ -520,14 +520,8 @@ class TensorSplit final : public Strategy {
       std::vector<Loop> wl;
       for (const auto& l : n.loops)
         if (vars_in(st.lhs).count(l.var)) wl.push_back(l);
-      if (wl.empty()) {
-        Loop one;
-        one.kind = leir::LoopKind::Bound;
-        one.var = "tx";
-        wl.push_back(one);
-      }
       auto part = [&](const std::string& b) { return access_like(*st.lhs, b, st.lhs->args); };
-      block.push_back(leir::Item::of(make_nest(wl, {make_stmt(st.lhs, loops::combine_partials(acc->op, st.lhs, loops::combine_partials(acc->op, part(p1), part(p2))))})));
+      block.push_back(leir::Item::of(make_nest(loops_or_scalar(wl), {make_stmt(st.lhs, loops::combine_partials(acc->op, st.lhs, loops::combine_partials(acc->op, part(p1), part(p2))))})));
       if (analysis::reorder_changes_rounding(acc->op)) ex = Exactness::Reassoc;
     }
     Program out = p;
