@@ -32,9 +32,17 @@
 
 namespace steptp::analysis {
 
-// One conversion session. GiNaC is not thread-safe (non-atomic reference counts, global symbol
-// counters), so a session holds a process-wide recursive lock for its whole lifetime: create
-// every GiNaC::ex inside a session and destroy it before the session ends.
+// One conversion session. GiNaC is not thread-safe: every GiNaC::ex, including the library's
+// shared flyweights (_ex0, _ex1, the numeric constants) that every expression touches, is
+// reference-counted without atomics, and symbol serial numbers are a global counter. Two
+// threads doing any algebra at once would race even on unrelated expressions, so there is no
+// finer lock to take: a session holds a process-wide recursive lock for its whole lifetime
+// (create every GiNaC::ex inside a session and destroy it before the session ends). Parallel
+// algebra runs in processes, one GiNaC context each: `generate --jobs` forks its workers
+// (dataset/workers.h), `serve` runs jobs in worker processes, MPI ranks are processes; the lock
+// only orders threads of one process (a schedule state shared by threads, the Python module).
+// A session covers only the computer-algebra part of a rewrite: the numeric probes and the
+// guards run outside it.
 class AlgebraSession {
  public:
   AlgebraSession();

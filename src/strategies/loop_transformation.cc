@@ -256,7 +256,7 @@ class LoopFusion final : public Strategy {
     return s;
   }
 
-    Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
+  Applied apply(const ScheduleState& st, const Site& site, const Params& params) const override {
     const Program& p = st.program();
     NestRef n = st.nest_at(site.path);
     int k = site.detail.at(0);
