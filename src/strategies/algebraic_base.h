@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "leir/ast.h"
+#include "strategies/algebraic_probes.h"  // probe_disagreement, constant_value_of
+#include "strategies/algebraic_signs.h"   // nonnegative, nonzero, nonnegative_tensors
 #include "strategies/strategy.h"
 
 namespace steptp::strategies::algebraic {
@@ -110,25 +112,9 @@ std::vector<StmtView> statement_views(const leir::Program& p, std::vector<Refusa
 std::vector<Target> region_targets(const StmtView& v);
 std::vector<Target> node_targets(const StmtView& v, const std::function<bool(const leir::Expr&)>& pick);
 
-// Sign facts. nonnegative: >= 0 or NaN for every input (exp, sqrt, abs, even powers, sums and
-// products of such, tensors in `nonneg_tensors`). nonzero: can never be 0 (nonzero constants,
-// c+u with c > 0 and u >= 0, products/quotients/sqrt of such). exp(x) is NOT nonzero in
-// float64: it underflows to 0 for x < -745.
-bool nonnegative(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
-bool nonzero(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
-// Tensors whose values are provably >= 0 (greatest fixpoint over the program's writes).
-std::set<std::string> nonnegative_tensors(const leir::Program& p);
-
 // Divisors of an expression (right operands of `/`, bases of negative powers, rsqrt arguments),
 // split into product factors and keyed sign-insensitively; nonzero ones are left out.
 std::set<std::string> risky_denominators(const leir::ExprPtr& e, const std::set<std::string>& nonneg_tensors);
-
-// Float64 probe comparison of `before` and `after` (see the header comment), run by the
-// interpreter as one program over all probes; an empty string when they agree on every probe,
-// otherwise a description of the first disagreement. Reads of tensors in `nonneg_tensors` get
-// probe values >= 0.
-std::string probe_disagreement(const leir::ExprPtr& before, const leir::ExprPtr& after,
-                               const std::set<std::string>& nonneg_tensors = {});
 
 // Replaces the sub-expression at `path` (child indices) of `root`.
 leir::ExprPtr replace_at(const leir::ExprPtr& root, const std::vector<int>& path, const leir::ExprPtr& by);
