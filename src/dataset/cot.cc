@@ -63,9 +63,9 @@ std::string purpose(const std::string& s) {
       {"exponential_split", "rewrites exp(u) as a product with exp of a small constant, an identity that prepares rescaling rewrites"},
       {"multiplicative_split", "inserts x/z*z, an identity that exposes a factor to later algebraic rewrites"},
       {"additive_split", "inserts x+z-z, an identity that exposes a term to later algebraic rewrites"},
-      {"normal_loop_summation_on_exp_to_prefix_summation_on_exp", "fuses the max and sum-of-exp passes into one pass with a running max and a rescaled sum"},
-      {"online_softmax", "computes the softmax statistics in one pass instead of separate max and sum passes"},
-      {"flashattention_wo_tiling", "fuses the softmax with the following P@V product into one online pass"}};
+      {"normal_loop_summation_on_exp_to_prefix_summation_on_exp", "fuses the max and sum-of-exp passes into one pass that keeps a running max and a rescaled sum per row"},
+      {"online_softmax", "computes the softmax statistics in one pass per row (running max, rescaled sum) and normalizes the row right after it"},
+      {"flashattention_wo_tiling", "fuses the softmax with the following P@V product into one online pass that rescales the output row in place"}};
   auto it = m.find(s);
   return it == m.end() ? "rewrites the program" : it->second;
 }
