@@ -148,8 +148,7 @@ class FlashAttention final : public Strategy {
     Survey out;
     const auto& ud = st.use_def();
     for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
-      const Nest* n = flat_nest(p, i);
-      if (!n || n->body.size() != 1 || !n->body[0].stmt.rhs->is_call(Func::Max)) continue;
+      if (!is_max_nest(p, i)) continue;
       Attention a;
       Considered c;
       c.refusal = match_attention(p, ud, i, a);

@@ -101,9 +101,7 @@ Survey PrefixSoftmax::survey(const ScheduleState& st) const {
   Survey out;
   const auto& ud = st.use_def();
   for (int i = 0; i < static_cast<int>(p.body.size()); ++i) {
-    // Sites are max reductions; other items are not worth listing.
-    const Nest* n = flat_nest(p, i);
-    if (!n || n->body.size() != 1 || !n->body[0].stmt.rhs->is_call(Func::Max)) continue;
+    if (!is_max_nest(p, i)) continue;
     MaxNest m;
     Considered c;
     c.site.path = {i};

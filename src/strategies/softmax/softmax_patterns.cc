@@ -10,6 +10,11 @@ namespace steptp::strategies::softmax {
 
 bool is_binary(const Expr& e, BinaryOp op) { return e.kind == ExprKind::Binary && e.bop == op; }
 
+bool is_max_nest(const Program& p, int i) {
+  const Nest* n = flat_nest(p, i);
+  return n && n->body.size() == 1 && n->body[0].stmt.rhs->is_call(Func::Max);
+}
+
 std::string match_max(const Program& p, const analysis::UseDef& ud, int i, MaxNest& m) {
   const Nest* n = flat_nest(p, i);
   if (!n || n->body.size() != 1) return "not a single-statement nest";

@@ -47,6 +47,10 @@ struct MaxNest {
 };
 
 // Item `i` as a max reduction M_s = max(M_s, x) over loops s + k: "" when it is, else why not.
+// Whether top-level item `i` is a nest of one `max` statement: where the softmax strategies look
+// for sites (other items are not worth listing as refused).
+bool is_max_nest(const Program& p, int i);
+
 std::string match_max(const Program& p, const analysis::UseDef& ud, int i, MaxNest& m);
 
 struct SumNest {
