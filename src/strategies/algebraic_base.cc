@@ -362,7 +362,7 @@ std::set<std::string> risky_denominators(const ExprPtr& e, const std::set<std::s
 AlgebraicStrategy::Attempt AlgebraicStrategy::attempt(const ScheduleState& st, const StmtView& v, const Target& t,
                                                       const Params& params,
                                                       const std::set<std::string>& nonneg) const {
-  Context ctx{st, st.program(), v, nonneg};
+  Context ctx{st, v, nonneg};
   Rewrite r;
   try {
     r = rewrite(t, params, ctx);
@@ -463,7 +463,7 @@ const AlgebraicStrategy::Attempts& AlgebraicStrategy::attempts(const ScheduleSta
       }
       for (size_t i = 0; i < ts.size(); ++i) {
         Attempts::ForTarget ft{{v.path, {static_cast<int>(i)}, site_description(v, ts[i])}, &v, ts[i], {}};
-        Context ctx{st, st.program(), v, facts.nonneg};
+        Context ctx{st, v, facts.nonneg};
         std::string reasons;
         for (const auto& params : target_params(ts[i], ctx)) {
           auto a = attempt(st, v, ts[i], params, facts.nonneg);

@@ -62,7 +62,6 @@ struct Target {
 
 struct Context {
   const ScheduleState& state;     // the program and its cached analyses
-  const leir::Program& program;
   const StmtView& view;
   const std::set<std::string>& nonneg_tensors;  // tensors whose every value is >= 0 (or NaN)
 };

@@ -40,22 +40,14 @@ const analysis::NestRef& ScheduleState::nest_at(const analysis::Path& path) cons
   return all[it->second];
 }
 
-const std::vector<analysis::StmtRef>& ScheduleState::stmts() const {
-  return memo<std::vector<analysis::StmtRef>>(nullptr, [&] { return analysis::all_stmts(program_.body); });
-}
-
 const leir::TensorTable& ScheduleState::tensors() const {
   return memo<leir::TensorTable>(nullptr, [&] { return leir::build_tensor_table(program_); });
 }
 
 const std::vector<analysis::DepPair>& ScheduleState::dependences(const analysis::Path& path) const {
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = dependences_.find(path); it != dependences_.end()) return *it->second;
-  }
-  auto deps = std::make_shared<const std::vector<analysis::DepPair>>(analysis::nest_dependences(nest_at(path)));
-  std::lock_guard lock(mutex_);
-  return *dependences_.emplace(path, std::move(deps)).first->second;
+  // Keyed by the nest's entry in nests(), which lives as long as the state.
+  const analysis::NestRef& nest = nest_at(path);
+  return memo<std::vector<analysis::DepPair>>(&nest, [&] { return analysis::nest_dependences(nest); });
 }
 
 const Survey& ScheduleState::survey(const Strategy& s) const {

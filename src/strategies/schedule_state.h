@@ -36,7 +36,6 @@ class ScheduleState {
   const analysis::UseDef& use_def() const;                // top-level reads and writes
   const std::vector<analysis::NestRef>& nests() const;    // analysis::all_nests, pre-order
   const analysis::NestRef& nest_at(const analysis::Path& path) const;  // std::out_of_range if none
-  const std::vector<analysis::StmtRef>& stmts() const;    // analysis::all_stmts, program order
   const leir::TensorTable& tensors() const;               // leir::build_tensor_table (may throw)
   // analysis::nest_dependences of the nest at `path` (std::out_of_range if none).
   const std::vector<analysis::DepPair>& dependences(const analysis::Path& path) const;
@@ -63,7 +62,6 @@ class ScheduleState {
   leir::Program program_;
   mutable std::mutex mutex_;
   mutable std::map<Key, std::shared_ptr<const void>> memo_;
-  mutable std::map<analysis::Path, std::shared_ptr<const std::vector<analysis::DepPair>>> dependences_;
 };
 
 }  // namespace steptp::strategies
