@@ -20,6 +20,18 @@ struct JobSettings {
   int64_t memory_mib = 4096;
 
   void add(CLI::App& sub) {
+    auto& rl = config.limits;
+    sub.add_option("--max-program-bytes", rl.max_program_bytes, "bytes of one program's text or JSON form (default 1 MiB)")
+        ->check(CLI::Range(int64_t{64}, int64_t{1} << 30));
+    sub.add_option("--max-statements", rl.max_statements, "statements of one program (default 10000)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+    sub.add_option("--max-nest-iterations", rl.max_nest_iterations,
+                   "iterations of one loop nest, nested nests included (default 2^34)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 62));
+    sub.add_option("--max-tensor-elements", rl.max_tensor_elements, "elements of any one tensor (default 2^28)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 62));
+    sub.add_option("--max-total-bytes", rl.max_total_bytes, "bytes of all tensors of a program (default 2 GiB)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 62));
     sub.add_option("--job-timeout", limits.job_timeout_s, "seconds a job may run (waits for the machine excluded)")
         ->check(CLI::Range(0.1, 3600.0));
     sub.add_option("--measure-timeout", limits.measure_timeout_s, "seconds a job may run once it holds the machine")
@@ -46,6 +58,7 @@ struct JobSettings {
                                   "--measure-threads", std::to_string(config.measure_threads),
                                   "--measure-min-time", std::to_string(config.measure_min_time),
                                   "--peaks", config.peaks_path.empty() ? "none" : config.peaks_path};
+    for (auto& x : config.limits.to_args()) a.push_back(x);
     if (config.fault_injection) a.push_back("--fault-injection");
     return a;
   }
@@ -73,12 +86,33 @@ RegisterCommand serve_cmd{{"serve", "HTTP verification and reward service for RL
   sub.add_option("--workers", o->workers, "worker processes (default: the number of CPUs)")->check(CLI::Range(1, 256));
   sub.add_option("--queue", o->queue, "jobs that may wait for a worker before 429 (default 64)")
       ->check(CLI::Range(1, 100000));
-  sub.add_option("--threads", o->threads, "HTTP connection threads (default 64)")->check(CLI::Range(4, 4096));
-  sub.add_option("--max-body", o->max_body_bytes, "request body limit in bytes (default 4 MiB; larger: 413)")
-      ->check(CLI::Range(1024, 1 << 30));
+  sub.add_option("--max-inflight-measure", o->machine_inflight,
+                 "measure/score jobs admitted at once, waiting or running (default 2 * workers + 2; more: 429)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--threads", o->threads, "HTTP connection threads kept ready (default 64)")->check(CLI::Range(4, 4096));
+  sub.add_option("--max-connections", o->max_connections,
+                 "connections served at once; threads start on demand up to it (default 1024)")
+      ->check(CLI::Range(4, 65536));
+  sub.add_option("--read-timeout", o->read_timeout_s, "seconds a client may send nothing before it is dropped (default 5)")
+      ->check(CLI::Range(1, 600));
+  sub.add_option("--max-body", o->limits.max_body_bytes, "request body limit in bytes, chunked or not (default 4 MiB; larger: 413)")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  sub.add_option("--max-json-depth", o->limits.max_json_depth, "nesting of a request body's JSON (default 64; deeper: 400)")
+      ->check(CLI::Range(4, 10000));
+  sub.add_option("--api-key", o->api_key,
+                 "require 'Authorization: Bearer KEY' on /v1 and /metrics (default: $STEPTP_API_KEY; needed for a "
+                 "non-loopback --host)");
+  sub.add_flag("--insecure", o->insecure, "serve a non-loopback address without an API key");
+  sub.add_option("--shutdown-grace", o->shutdown_grace_s,
+                 "seconds running jobs may finish after SIGTERM before they are stopped (default 10)")
+      ->check(CLI::Range(0.0, 3600.0));
   js->add(sub);
   return [o, js]() -> int {
     js->resolve();
+    if (o->api_key.empty())
+      if (const char* k = std::getenv("STEPTP_API_KEY")) o->api_key = k;
+    // Every deadline a worker enforces has passed for a job older than this: its worker is stuck.
+    o->wedged_after_s = js->limits.job_timeout_s + js->limits.measure_timeout_s + 30;
     o->worker_argv = {self_exe(), "serve-worker"};
     for (auto& a : js->argv()) o->worker_argv.push_back(a);
     return serve::run_server(*o, [](const std::string& url) {

@@ -76,20 +76,27 @@ std::string string_field(const json& req, const char* key) {
 
 // A program given as LEIR text or as the JSON form (LEIR.md §1); parse and validation errors
 // throw LeirError with the field as file name and line:col inside it.
-leir::Program program_field(const json& req, const char* key, bool validate = true) {
+leir::Program program_field(const JobConfig& c, const json& req, const char* key, bool validate = true) {
   const json& v = required(req, key);
   leir::Program p;
-  if (v.is_string()) p = leir::program_from_text(v.get<std::string>(), key);
-  else if (v.is_object()) p = leir::program_from_json(v, key);
-  else throw BadRequest(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
+  if (v.is_string()) {
+    check_program_size(v.get_ref<const std::string&>().size(), c.limits, key);
+    p = leir::program_from_text(v.get<std::string>(), key);
+  } else if (v.is_object()) {
+    check_program_size(v.dump().size(), c.limits, key);
+    p = leir::program_from_json(v, key);
+  } else {
+    throw BadRequest(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
+  }
+  check_program_limits(p, c.limits, key);
   return validate ? reward::require_valid(std::move(p), key) : p;
 }
 
 // ---- endpoints ----
 
-JobReply check(const json& req) {
+JobReply check(const json& req, const JobConfig& c) {
   allow_only(req, {"program"});
-  leir::Program p = program_field(req, "program", false);
+  leir::Program p = program_field(c, req, "program", false);
   auto rep = leir::validate_all(p);
   json errors = json::array();
   for (const auto& e : rep.errors) errors.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
@@ -104,9 +111,9 @@ JobReply check(const json& req) {
   return {200, body};
 }
 
-JobReply verify_ep(const json& req, uint64_t fresh_seed) {
+JobReply verify_ep(const json& req, const JobConfig& c, uint64_t fresh_seed) {
   allow_only(req, {"a", "b", "trials", "seed"});
-  leir::Program a = program_field(req, "a"), b = program_field(req, "b");
+  leir::Program a = program_field(c, req, "a"), b = program_field(c, req, "b");
   verify::VerifyOptions vo;
   vo.trials = int(int_field(req, "trials", 3, 1, 64));
   vo.seed = req.contains("seed") ? uint64_t(int_field(req, "seed", 0, 0, INT64_MAX)) : fresh_seed;
@@ -117,9 +124,9 @@ JobReply verify_ep(const json& req, uint64_t fresh_seed) {
   return {200, body};
 }
 
-JobReply apply_ep(const json& req) {
+JobReply apply_ep(const json& req, const JobConfig& c) {
   allow_only(req, {"program", "strategy", "site", "params", "samples", "seed"});
-  leir::Program p = program_field(req, "program");
+  leir::Program p = program_field(c, req, "program");
   std::string name = string_field(req, "strategy");
   const auto* s = strategies::find_strategy(name);
   if (!s) throw BadRequest(fmt::format("unknown strategy '{}'", name));
@@ -148,9 +155,9 @@ JobReply apply_ep(const json& req) {
   return {200, {{"results", results}, {"sites", s->sites(p).size()}}};
 }
 
-JobReply lower_ep(const json& req) {
+JobReply lower_ep(const json& req, const JobConfig& c) {
   allow_only(req, {"program", "target"});
-  leir::Program p = program_field(req, "program");
+  leir::Program p = program_field(c, req, "program");
   std::string target = req.contains("target") ? string_field(req, "target") : "cpu";
   std::string src;
   try {
@@ -185,8 +192,8 @@ reward::MeasureSettings measure_settings(const JobConfig& c, uint64_t input_seed
 
 JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, const Notify& notify) {
   allow_only(req, {"program", "against", "threads", "min_time"});
-  leir::Program p = program_field(req, "program");
-  leir::Program base = req.contains("against") ? program_field(req, "against") : p;
+  leir::Program p = program_field(c, req, "program");
+  leir::Program base = req.contains("against") ? program_field(c, req, "against") : p;
   if (req.contains("against")) {
     std::string diff = verify::signature_difference(base, p);
     if (!diff.empty()) return {422, {{"error", "signatures differ: " + diff}, {"field", "against"}}};
@@ -235,6 +242,8 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   } catch (const std::invalid_argument& e) {
     throw BadRequest(e.what());
   }
+  check_program_limits(ctx.root, c.limits, "reward_context.root_program");
+  check_program_limits(ctx.parent, c.limits, "reward_context.parent_program");
   reward::ScoreOptions o;
   o.verify_trials = int(int_field(req, "verify_trials", 3, 1, 16));
   o.verify_seed = verify_seed;
@@ -263,15 +272,17 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
   uint64_t vseed = job.value("verify_seed", uint64_t{0}), iseed = job.value("input_seed", uint64_t{0});
   try {
     if (!req.is_object()) throw BadRequest("the request body must be a JSON object");
-    if (ep == "check") return check(req);
-    if (ep == "verify") return verify_ep(req, vseed);
-    if (ep == "apply") return apply_ep(req);
-    if (ep == "lower") return lower_ep(req);
+    if (ep == "check") return check(req, config);
+    if (ep == "verify") return verify_ep(req, config, vseed);
+    if (ep == "apply") return apply_ep(req, config);
+    if (ep == "lower") return lower_ep(req, config);
     if (ep == "measure") return measure_ep(req, config, iseed, notify);
     if (ep == "score") return score_one(req, config, vseed, iseed, notify);
     return {404, {{"error", "unknown endpoint " + ep}}};
   } catch (const BadRequest& e) {
     return {400, {{"error", e.what()}}};
+  } catch (const LimitExceeded& e) {
+    return {413, {{"error", e.what()}, {"limit", e.limit}, {"field", e.field}, {"max", e.max}}};
   } catch (const leir::LeirError& e) {
     return {422, {{"error", e.what()}, {"field", e.file()}, {"line", e.loc().line}, {"col", e.loc().col},
                   {"message", e.message()}}};

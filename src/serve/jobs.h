@@ -3,8 +3,9 @@
 // draws both seeds fresh per request, so answers cannot be fitted to known inputs.
 //
 // Replies carry an HTTP status: 200, 400 (a request field missing or of the wrong type/range,
-// named), 422 (a program that does not parse or validate: "error", "field", "line", "col"; or a
-// program whose processing crashed, timed out or ran out of memory). Scoring never answers 422
+// named), 413 (a program over a size limit, limits.h: "error", "limit", "field", "max"), 422 (a
+// program that does not parse or validate: "error", "field", "line", "col"; or a program whose
+// processing crashed, timed out or ran out of memory). Scoring never answers 422
 // for the answer itself: a bad answer is a scored failure.
 #pragma once
 
@@ -14,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/limits.h"
+
 namespace steptp::serve {
 
 struct JobConfig {
@@ -22,6 +25,7 @@ struct JobConfig {
   int measure_threads = 1;       // OpenMP threads of timed kernels (recorded in every measurement)
   double measure_min_time = 0.01;
   double pair_timeout_s = 20;    // a timed comparison taking longer fails
+  RequestLimits limits;          // the program limits apply here (the server checks body and depth)
 };
 
 struct JobReply {

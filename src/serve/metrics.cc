@@ -29,7 +29,12 @@ void Metrics::failed_stage(const std::string& stage) {
   failures_[stage]++;
 }
 
-std::string Metrics::text(int queued, int running, int restarts, int workers) const {
+void Metrics::job_failure(const std::string& kind) {
+  std::lock_guard lk(mu_);
+  job_failures_[kind]++;
+}
+
+std::string Metrics::text(const Gauges& g) const {
   std::lock_guard lk(mu_);
   std::string s;
   s += "# HELP steptp_requests_total HTTP requests by endpoint and status code.\n"
@@ -52,6 +57,19 @@ std::string Metrics::text(int queued, int running, int restarts, int workers) co
        "# TYPE steptp_score_answers_total counter\n";
   for (const auto& [stage, v] : failures_)
     s += fmt::format("steptp_score_answers_total{{failed_stage=\"{}\"}} {}\n", stage, v);
+  s += "# HELP steptp_job_failures_total Jobs that failed for the service's reasons, by kind (not scored).\n"
+       "# TYPE steptp_job_failures_total counter\n";
+  for (const auto& [kind, v] : job_failures_)
+    s += fmt::format("steptp_job_failures_total{{kind=\"{}\"}} {}\n", kind, v);
+  s += fmt::format(
+      "# HELP steptp_requests_abandoned_total Jobs that left the queue because their client had gone.\n"
+      "# TYPE steptp_requests_abandoned_total counter\nsteptp_requests_abandoned_total {}\n"
+      "# HELP steptp_connection_threads HTTP connection threads (busy ones serve a connection).\n"
+      "# TYPE steptp_connection_threads gauge\nsteptp_connection_threads{{state=\"all\"}} {}\n"
+      "steptp_connection_threads{{state=\"busy\"}} {}\n"
+      "# HELP steptp_oldest_job_seconds Age of the longest-running job.\n"
+      "# TYPE steptp_oldest_job_seconds gauge\nsteptp_oldest_job_seconds {}\n",
+      g.cancelled, g.connection_threads, g.connections_busy, g.oldest_job_s);
   s += fmt::format(
       "# HELP steptp_queue_depth Jobs admitted and waiting for a worker.\n# TYPE steptp_queue_depth gauge\n"
       "steptp_queue_depth {}\n"
@@ -59,7 +77,7 @@ std::string Metrics::text(int queued, int running, int restarts, int workers) co
       "# HELP steptp_workers Worker processes.\n# TYPE steptp_workers gauge\nsteptp_workers {}\n"
       "# HELP steptp_worker_restarts_total Worker processes replaced after dying.\n"
       "# TYPE steptp_worker_restarts_total counter\nsteptp_worker_restarts_total {}\n",
-      queued, running, workers, restarts);
+      g.queued, g.running, g.workers, g.restarts);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "serve/frames.h"
@@ -17,12 +18,15 @@ namespace steptp::serve {
 
 using nlohmann::json;
 
-WorkerPool::WorkerPool(std::vector<std::string> argv, int workers, int queue_capacity)
-    : argv_(std::move(argv)), capacity_(queue_capacity), slots_(size_t(std::max(1, workers))) {
+WorkerPool::WorkerPool(std::vector<std::string> argv, int workers, int queue_capacity, int machine_inflight)
+    : argv_(std::move(argv)),
+      capacity_(queue_capacity),
+      machine_capacity_(machine_inflight),
+      slots_(size_t(std::max(1, workers))) {
   for (auto& s : slots_) spawn(s);
 }
 
-WorkerPool::~WorkerPool() { shutdown(); }
+WorkerPool::~WorkerPool() { shutdown(0); }
 
 void WorkerPool::spawn(Slot& s) {
   int in[2], out[2];  // in: server -> worker stdin; out: worker stdout -> server
@@ -80,28 +84,42 @@ void WorkerPool::stop(Slot& s) {
   s.pid = -1;
 }
 
-bool WorkerPool::admit(int n) {
+bool WorkerPool::admit(int n, JobClass c) {
   std::lock_guard lk(mu_);
-  if (stopped_ || queued_ + n > capacity_) return false;
+  if (stopping_ || queued_ + n > capacity_) return false;
+  if (c == JobClass::Machine) {
+    if (machine_inflight_ + n > machine_capacity_) return false;
+    machine_inflight_ += n;
+  }
   queued_ += n;
   return true;
 }
 
-json WorkerPool::run(const json& job) {
+json WorkerPool::run(const json& job, JobClass c, const std::function<bool()>& abandoned) {
   Slot* slot = nullptr;
+  auto free_slot = [&]() -> Slot* {
+    for (auto& s : slots_)
+      if (!s.busy && s.pid > 0) return &s;
+    return nullptr;
+  };
   {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] {
-      for (auto& s : slots_)
-        if (!s.busy) return true;
-      return false;
-    });
-    for (auto& s : slots_)
-      if (!s.busy) {
-        slot = &s;
-        break;
+    auto leave = [&](int status, const char* why) {
+      --queued_;
+      if (c == JobClass::Machine) --machine_inflight_;
+      cv_.notify_all();
+      return json{{"status", status}, {"body", {{"error", why}}}};
+    };
+    while (!(slot = free_slot())) {
+      if (stopping_) return leave(503, "the service is shutting down; retry elsewhere or later");
+      cv_.wait_for(lk, std::chrono::milliseconds(20));
+      if (abandoned && !free_slot() && abandoned()) {
+        ++cancelled_;
+        return leave(499, "the client closed the connection before a worker was free");
       }
+    }
     slot->busy = true;
+    slot->started_ms = now_ms();
     --queued_;
     ++running_;
   }
@@ -111,20 +129,25 @@ json WorkerPool::run(const json& job) {
   if (ok) f = read_frame(slot->from);
   if (f && f->type == 'R') reply = json::parse(f->payload, nullptr, false);
   if (reply.is_discarded() || reply.is_null()) {
-    // The worker itself died: the job fails, the worker is replaced.
-    reply = {{"status", 503}, {"body", {{"error", "worker process failed; retry"}}}};
+    // The worker itself died (or was stopped by shutdown): the job fails, the worker is replaced
+    // unless the service is stopping.
     std::lock_guard lk(mu_);
+    reply = {{"status", 503}, {"body", {{"error", stopping_ ? "the service stopped before the job finished"
+                                                                : "worker process failed; retry"}}}};
     stop(*slot);
-    ++restarts_;
-    try {
-      spawn(*slot);
-    } catch (const std::exception&) {
+    if (!stopping_) {
+      ++restarts_;
+      try {
+        spawn(*slot);
+      } catch (const std::exception&) {
+      }
     }
   }
   {
     std::lock_guard lk(mu_);
     slot->busy = false;
     --running_;
+    if (c == JobClass::Machine) --machine_inflight_;
   }
   cv_.notify_all();  // a waiting job or shutdown()
   return reply;
@@ -142,17 +165,37 @@ int WorkerPool::restarts() const {
   std::lock_guard lk(mu_);
   return restarts_;
 }
+int WorkerPool::cancelled() const {
+  std::lock_guard lk(mu_);
+  return cancelled_;
+}
+double WorkerPool::oldest_running_s() const {
+  std::lock_guard lk(mu_);
+  int64_t now = now_ms(), oldest = 0;
+  for (const auto& s : slots_)
+    if (s.busy) oldest = std::max(oldest, now - s.started_ms);
+  return double(oldest) / 1000.0;
+}
 bool WorkerPool::network_isolated() const {
   std::lock_guard lk(mu_);
   return isolated_;
 }
 
-void WorkerPool::shutdown() {
+void WorkerPool::shutdown(double grace_s) {
   std::unique_lock lk(mu_);
   if (stopped_) return;
-  stopped_ = true;
+  stopping_ = true;
+  cv_.notify_all();  // queued jobs leave with 503
+  cv_.wait_for(lk, std::chrono::duration<double>(std::max(0.0, grace_s)), [&] { return running_ == 0 && queued_ == 0; });
+  // Past the grace, busy workers are killed under their jobs: the job's read of the reply
+  // fails, run() answers 503 and stops the slot itself (closing a pipe another thread is
+  // reading would let its descriptor number be reused under that read). Idle workers end when
+  // their input closes.
+  for (auto& s : slots_)
+    if (s.busy && s.pid > 0) kill(s.pid, SIGKILL);
   cv_.wait(lk, [&] { return running_ == 0 && queued_ == 0; });
   for (auto& s : slots_) stop(s);
+  stopped_ = true;
 }
 
 }  // namespace steptp::serve

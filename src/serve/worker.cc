@@ -1,6 +1,7 @@
 // The worker process loop and its sandboxed job children (see worker.h).
 #include "serve/worker.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -9,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -28,10 +30,25 @@ void limit(int resource, rlim_t value) {
 }
 
 // Body of the sandboxed child: run the job, report progress and the reply on `fd`.
-[[noreturn]] void child_main(int fd, const json& job, const JobConfig& config, const WorkerLimits& lim) {
+[[noreturn]] void child_main(int fd, int lifeline, const json& job, const JobConfig& config, const WorkerLimits& lim) {
   // Its own process group, so the worker can end it with everything it started (the measuring
   // child, compilers), which would otherwise outlive it and hold the machine lock.
   setpgid(0, 0);
+  // The job holds no end of the worker's pipes to the server (the server's read of a reply must
+  // end as soon as the worker is gone), and dies with its worker, which the server kills when it
+  // is stuck past the shutdown grace: `lifeline` reads end-of-file once no worker holds its write
+  // end. (PR_SET_PDEATHSIG would follow the thread that forked, which ends at once.)
+  if (int null = open("/dev/null", O_RDWR); null >= 0) {
+    dup2(null, 0);
+    dup2(null, 1);
+    if (null > 1) close(null);
+  }
+  std::thread([lifeline] {
+    char c;
+    while (read(lifeline, &c, 1) < 0 && errno == EINTR) {
+    }
+    kill(0, SIGKILL);  // the job's process group: the job, its compilers and its measuring child
+  }).detach();
   limit(RLIMIT_CPU, rlim_t(std::ceil(lim.job_timeout_s + lim.measure_timeout_s)) + 5);
   limit(RLIMIT_NOFILE, rlim_t(lim.max_open_files));
   limit(RLIMIT_FSIZE, rlim_t(lim.max_file_bytes));
@@ -47,13 +64,20 @@ void limit(int resource, rlim_t value) {
 }
 
 json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLimits& lim) {
-  int p[2];
+  int p[2], life[2];
   if (pipe(p) != 0) return {{"status", 503}, {"body", {{"error", "cannot create a pipe"}}}};
+  if (pipe2(life, O_CLOEXEC) != 0) {
+    close(p[0]);
+    close(p[1]);
+    return {{"status", 503}, {"body", {{"error", "cannot create a pipe"}}}};
+  }
   pid_t pid = backend::cpu::fork_limited(lim.memory_bytes, [&] {
     close(p[0]);
-    child_main(p[1], job, config, lim);
+    close(life[1]);
+    child_main(p[1], life[0], job, config, lim);
   });
   close(p[1]);
+  close(life[0]);
   if (pid < 0) {
     close(p[0]);
     return {{"status", 503}, {"body", {{"error", fmt::format("fork failed: {}", std::strerror(errno))}}}};
@@ -79,6 +103,7 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
     }
   }
   close(p[0]);
+  close(life[1]);  // the job ends with this at the latest
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
