@@ -4,7 +4,8 @@
 //
 // Replies carry an HTTP status: 200, 400 (a request field missing or of the wrong type/range,
 // named), 422 (a program that does not parse or validate: "error", "field", "line", "col"; or a
-// program whose processing crashed, timed out or ran out of memory). Scoring never answers 422
+// program whose processing crashed, timed out or ran out of memory), 503 (the machine stayed busy
+// for the whole lock wait: "error", "failure": "machine busy"). Scoring never answers 422
 // for the answer itself: a bad answer is a scored failure.
 #pragma once
 
@@ -22,6 +23,10 @@ struct JobConfig {
   int measure_threads = 1;       // OpenMP threads of timed kernels (recorded in every measurement)
   double measure_min_time = 0.01;
   double pair_timeout_s = 20;    // a timed comparison taking longer fails
+  // Seconds one wait for the machine's timing lock may last (serve: --lock-wait, default
+  // --job-timeout); then the job fails as an infrastructure failure (tune::LockTimeout; /v1/measure
+  // answers 503), so a held lock cannot hold a job forever.
+  double lock_wait_s = 30;
 };
 
 struct JobReply {
