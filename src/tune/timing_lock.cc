@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <mutex>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
