@@ -10,14 +10,25 @@
 #include "cli/command.h"
 #include "serve/server.h"
 #include "serve/worker.h"
+#include "tune/timing_lock.h"
 
 namespace steptp::cli {
 namespace {
+
+// The service's own timing lock (tune::use_private_timing_lock): under $XDG_RUNTIME_DIR (the
+// user's private runtime directory) when set, else in ~/.cache/steptp/serve.
+std::string default_timing_lock() {
+  if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run && *run) return std::string(run) + "/steptp/timing.lock";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/serve/timing.lock";
+}
 
 struct JobSettings {
   serve::JobConfig config;
   serve::WorkerLimits limits;
   int64_t memory_mib = 4096;
+  double lock_wait_s = -1;  // < 0: the job timeout
+  std::string timing_lock;  // "": $STEPTP_TIMING_LOCK, else default_timing_lock()
 
   void add(CLI::App& sub) {
     auto& rl = config.limits;
@@ -44,12 +55,24 @@ struct JobSettings {
         ->check(CLI::Range(0.001, 10.0));
     sub.add_option("--peaks", config.peaks_path,
                    "machine peaks cache (default ~/.cache/steptp/peaks.json; 'none': no implausibility check)");
+    sub.add_option("--lock-wait", lock_wait_s,
+                   "seconds a job may wait for the machine's timing lock before failing as busy (default: --job-timeout)")
+        ->check(CLI::Range(0.0, 3600.0));
+    sub.add_option("--timing-lock", timing_lock,
+                   "the service's timing lock file, made private (mode 0600); default $STEPTP_TIMING_LOCK, else "
+                   "$XDG_RUNTIME_DIR/steptp/timing.lock or ~/.cache/steptp/serve/timing.lock; 'none': no lock");
     sub.add_flag("--fault-injection", config.fault_injection,
                  "TESTS ONLY: honour a score request's \"fault\" (crash, hang, oom in the sandbox)");
   }
   void resolve() {
     limits.memory_bytes = memory_mib << 20;
     if (config.peaks_path == "none") config.peaks_path.clear();
+    config.lock_wait_s = lock_wait_s < 0 ? limits.job_timeout_s : lock_wait_s;
+    if (timing_lock.empty()) {
+      const char* env = std::getenv("STEPTP_TIMING_LOCK");
+      timing_lock = env && *env ? env : default_timing_lock();
+    }
+    tune::use_private_timing_lock(timing_lock == "none" ? "" : timing_lock);
   }
   std::vector<std::string> argv() const {
     std::vector<std::string> a = {"--job-timeout", std::to_string(limits.job_timeout_s),
@@ -57,7 +80,9 @@ struct JobSettings {
                                   "--memory-limit", std::to_string(memory_mib),
                                   "--measure-threads", std::to_string(config.measure_threads),
                                   "--measure-min-time", std::to_string(config.measure_min_time),
-                                  "--peaks", config.peaks_path.empty() ? "none" : config.peaks_path};
+                                  "--peaks", config.peaks_path.empty() ? "none" : config.peaks_path,
+                                  "--lock-wait", std::to_string(config.lock_wait_s),
+                                  "--timing-lock", timing_lock};
     for (auto& x : config.limits.to_args()) a.push_back(x);
     if (config.fault_injection) a.push_back("--fault-injection");
     return a;

@@ -172,11 +172,12 @@ JobReply lower_ep(const json& req, const JobConfig& c) {
 }
 
 // Runs `f` holding the machine-wide measurement lock, telling the supervisor while it waits (the
-// wait does not count against the job's time limit).
+// worker's watchdog does not count the wait against the job's time limit, so the wait bounds
+// itself: tune::LockTimeout after c.lock_wait_s).
 template <class F>
-auto with_machine(const Notify& notify, F&& f) {
+auto with_machine(const JobConfig& c, const Notify& notify, F&& f) {
   notify(Notice::WaitingForMachine, json::object());
-  tune::TimingLock lock;
+  tune::TimingLock lock(tune::deadline_after(c.lock_wait_s));
   notify(Notice::HoldingMachine, json::object());
   return f();
 }
@@ -200,9 +201,15 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
   }
   int threads = int(int_field(req, "threads", c.measure_threads, 1, std::max(1u, std::thread::hardware_concurrency())));
   double min_time = number_field(req, "min_time", c.measure_min_time, 0.001, 2.0);
-  auto m = with_machine(notify, [&] {
-    return reward::measure_pair(base, p, measure_settings(c, input_seed, threads, min_time));
-  });
+  reward::MeasuredPair m;
+  try {
+    m = with_machine(c, notify, [&] {
+      return reward::measure_pair(base, p, measure_settings(c, input_seed, threads, min_time));
+    });
+  } catch (const tune::LockTimeout& e) {
+    // Not the program's fault: an infrastructure failure, for the client to retry later.
+    return {503, {{"error", fmt::format("the machine is busy ({}); retry later", e.what())}, {"failure", "machine busy"}, {"failure_kind", "machine_busy"}}};
+  }
   if (!m.ok) return {422, {{"error", m.error}, {"compiled", m.compiled}}};
   json body = {{"program", reward::to_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
   if (req.contains("against")) {
@@ -250,7 +257,7 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   o.measure = bool_field(req, "measure", true);
   o.on_progress = [&](const json& p) { notify(Notice::Progress, p); };
   o.measurer = [&](const reward::Context& cx, const leir::Program& cand) {
-    return with_machine(notify, [&] {
+    return with_machine(c, notify, [&] {
       if (!fault.empty()) inject(fault);
       auto m = reward::measure_step(cx.root, cx.parent, cand,
                                     measure_settings(c, input_seed, c.measure_threads, c.measure_min_time));

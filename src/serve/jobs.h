@@ -5,7 +5,8 @@
 // Replies carry an HTTP status: 200, 400 (a request field missing or of the wrong type/range,
 // named), 413 (a program over a size limit, limits.h: "error", "limit", "field", "max"), 422 (a
 // program that does not parse or validate: "error", "field", "line", "col"; or a program whose
-// processing crashed, timed out or ran out of memory). Scoring never answers 422
+// processing crashed, timed out or ran out of memory), 503 (the machine stayed busy for the whole
+// lock wait: "error", "failure": "machine busy"). Scoring never answers 422
 // for the answer itself: a bad answer is a scored failure.
 #pragma once
 
@@ -26,6 +27,10 @@ struct JobConfig {
   double measure_min_time = 0.01;
   double pair_timeout_s = 20;    // a timed comparison taking longer fails
   RequestLimits limits;          // the program limits apply here (the server checks body and depth)
+  // Seconds one wait for the machine's timing lock may last (serve: --lock-wait, default
+  // --job-timeout); then the job fails as an infrastructure failure (tune::LockTimeout; /v1/measure
+  // answers 503), so a held lock cannot hold a job forever.
+  double lock_wait_s = 30;
 };
 
 struct JobReply {

@@ -9,20 +9,48 @@
 // `flock /tmp/steptp-timing.lock CMD`); $STEPTP_TIMING_LOCK names another, and
 // STEPTP_TIMING_LOCK=none disables it — for a command that is already wrapped in that `flock`,
 // which would otherwise wait for itself.
+//
+// The shared file is created with mode 0644 and opened read-only (flock needs no write access),
+// so the tools of every user on the machine serialize on it; by the same token any local user
+// can hold it. A service that must not wait on other users (`steptp serve`) uses a lock of its
+// own instead (use_private_timing_lock) and bounds each wait with a deadline (LockTimeout).
 #pragma once
 
+#include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace steptp::tune {
 
 std::string timing_lock_path();  // "" when disabled
 
-// Blocks until the lock is held; releases it on destruction. Re-entrant per process: a nested
-// TimingLock in the same process (or a child forked while it is held) does not wait on itself.
+// Makes `path` the timing lock of this process and of the children it forks ("": disabled),
+// overriding $STEPTP_TIMING_LOCK. The file and its ".cpu" sibling become private: created with
+// mode 0600 (its directory with 0700 when missing), an existing one of this user set to 0600.
+// Throws std::runtime_error when it is not a regular file of this user or when others may
+// replace it (its directory is writable by group or others without the sticky bit).
+void use_private_timing_lock(const std::string& path);
+
+using LockClock = std::chrono::steady_clock;
+// When a lock's wait gives up; nullopt: wait as long as it takes.
+using LockDeadline = std::optional<LockClock::time_point>;
+// `seconds` from now (< 0: no deadline).
+LockDeadline deadline_after(double seconds);
+
+// A bounded wait for a lock passed its deadline: another process holds it (a measurement, or
+// someone holding the file).
+struct LockTimeout : std::runtime_error {
+  LockTimeout(const std::string& what, double waited_s) : std::runtime_error(what), waited_s(waited_s) {}
+  double waited_s;
+};
+
+// Waits until the lock is held, or throws LockTimeout at `deadline`; releases it on destruction.
+// Re-entrant per process: a nested TimingLock in the same process (or a child forked while it is
+// held) does not wait on itself.
 class TimingLock {
  public:
-  TimingLock();
+  explicit TimingLock(LockDeadline deadline = std::nullopt);
   ~TimingLock();
   TimingLock(const TimingLock&) = delete;
   TimingLock& operator=(const TimingLock&) = delete;
@@ -39,7 +67,7 @@ class TimingLock {
 class CpuWorkLock {
  public:
   enum class Mode { Shared, Exclusive };
-  explicit CpuWorkLock(Mode mode);
+  explicit CpuWorkLock(Mode mode, LockDeadline deadline = std::nullopt);
   ~CpuWorkLock();
   CpuWorkLock(const CpuWorkLock&) = delete;
   CpuWorkLock& operator=(const CpuWorkLock&) = delete;
@@ -50,10 +78,10 @@ class CpuWorkLock {
 
 // Both locks of a timed section with `threads` OpenMP threads (<= 0: all cores): the timing lock,
 // and the CPU-work lock exclusively when the threads take every core (nothing else may run on
-// the machine meanwhile).
+// the machine meanwhile); both waits end at `deadline`.
 class TimedSection {
  public:
-  explicit TimedSection(int threads);
+  explicit TimedSection(int threads, LockDeadline deadline = std::nullopt);
 
  private:
   TimingLock machine_wide_;

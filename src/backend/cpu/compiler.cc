@@ -6,13 +6,15 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,7 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -37,11 +38,68 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// Starts argv with stdout+stderr to `log`; returns the pid, or -1 when it could not start.
+bool write_file(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  return bool(out.flush());
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  if (from.empty()) return;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+}
+
+// Marks a cached file used now (its mtime orders the cache's eviction); a file evicted meanwhile
+// is no error.
+void touch(const std::string& path) { utimensat(AT_FDCWD, path.c_str(), nullptr, 0); }
+
+// A private working directory of one compile in the cache dir: mkdtemp's unpredictable name,
+// mode 0700, so nothing in it can be planted or guessed by others; removed with its contents
+// when it goes out of scope.
+class JobDir {
+ public:
+  explicit JobDir(const std::string& parent) {
+    std::string name = parent + "/tmp-XXXXXX";
+    if (mkdtemp(name.data())) path_ = name;
+    else error_ = fmt::format("cannot create a temporary directory in the kernel cache: {}", std::strerror(errno));
+  }
+  ~JobDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  JobDir(const JobDir&) = delete;
+  JobDir& operator=(const JobDir&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& path() const { return path_; }
+  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_, error_;
+};
+
+// Places `file` (inside `job`) at `dst` atomically, replacing whatever is there: a hard link (a
+// copy where the file system has none) under a name in `job`, renamed onto `dst`. Replacing, not
+// keeping an older copy: the new file was just written, so eviction's grace protects it until
+// this process has loaded it. Returns 0 or the errno of the failure.
+int publish(const std::string& file, const std::string& dst, const JobDir& job) {
+  const std::string staged = job.file("publish");
+  std::error_code ec;
+  if (link(file.c_str(), staged.c_str()) != 0 && !fs::copy_file(file, staged, ec)) return ec ? ec.value() : EEXIST;
+  if (rename(staged.c_str(), dst.c_str()) == 0) return 0;
+  const int err = errno;
+  unlink(staged.c_str());
+  return err;
+}
+
+// Starts argv with stdout+stderr to `log` (a new file: O_EXCL, no symlink followed); returns the
+// pid, or -1 when it could not start.
 pid_t spawn_process(const std::vector<std::string>& argv, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -67,20 +125,27 @@ int run_process(const std::vector<std::string>& argv, const std::string& log) {
   return wait_process(spawn_process(argv, log));
 }
 
-void write_file_atomically(const std::string& path, const std::string& tmp, std::string_view data) {
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << data;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
-}
-
 std::string default_cache_dir() {
   if (const char* env = std::getenv("STEPTP_CACHE_DIR"); env && *env) return env;
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/kernels";
+}
+
+int64_t default_cache_max_bytes() {
+  constexpr int64_t kDefaultMiB = 512;
+  const char* env = std::getenv("STEPTP_CACHE_MAX_MB");
+  if (!env || !*env) return kDefaultMiB << 20;
+  char* end = nullptr;
+  const long long mib = std::strtoll(env, &end, 10);
+  if (*end != '\0' || mib < 0)
+    throw std::invalid_argument(fmt::format("STEPTP_CACHE_MAX_MB must be a whole number of MiB (0: no cap), not '{}'", env));
+  return int64_t(mib) << 20;
+}
+
+// Creates the cache dir; a dir it creates is private (mode 0700): a kernel placed there runs.
+void make_cache_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::create_directories(dir, ec)) fs::permissions(dir, fs::perms::owner_all, ec);
 }
 
 std::string compiler_version(const std::string& compiler, const std::string& dir) {
@@ -89,16 +154,11 @@ std::string compiler_version(const std::string& compiler, const std::string& dir
   std::lock_guard lock(mu);
   auto it = memo.find(compiler);
   if (it != memo.end()) return it->second;
-  std::string log = fmt::format("{}/version-{}.txt", dir, getpid());
+  JobDir job(dir);
+  if (!job.ok()) return "";
+  const std::string log = job.file("version.txt");
   run_process({compiler, "--version"}, log);
-  std::string v = read_file(log);
-  fs::remove(log);
-  return memo[compiler] = v;
-}
-
-std::string unique_tmp(const std::string& dir, std::string_view ext) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}/tmp-{}-{}{}", dir, getpid(), counter++, ext);
+  return memo[compiler] = read_file(log);
 }
 
 // Loaded kernels of this process, by key: a kernel is dlopen'ed once. Deliberately leaked: no
@@ -119,8 +179,8 @@ std::string content_hash(std::string_view data) {
 
 KernelCompiler::KernelCompiler(CompilerOptions o) : o_(std::move(o)) {
   dir_ = o_.cache_dir.empty() ? default_cache_dir() : o_.cache_dir;
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
+  max_bytes_ = o_.cache_max_bytes < 0 ? default_cache_max_bytes() : o_.cache_max_bytes;
+  make_cache_dir(dir_);
   flags_ = o_.flags;
   if (o_.vector_math) flags_.insert(flags_.end(), {"-fno-math-errno", "-DSTEPTP_VECTOR_MATH"});
   identity_ = compiler_version(o_.compiler, dir_);
@@ -140,13 +200,13 @@ std::optional<LoadedKernel> KernelCompiler::load(const std::string& key, std::st
   std::string path = fmt::format("{}/{}.so", dir_, key);
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    if (error) *error = dlerror();
+    if (error) *error = without_paths(dlerror());
     return std::nullopt;
   }
   std::string sym = "steptp_k_" + key;
   void* fn = dlsym(h, sym.c_str());
   if (!fn) {
-    if (error) *error = fmt::format("symbol {} missing from {}", sym, path);
+    if (error) *error = fmt::format("symbol {} missing from the kernel's shared object", sym);
     dlclose(h);
     return std::nullopt;
   }
@@ -165,41 +225,108 @@ int KernelCompiler::jobs() const {
 std::string KernelCompiler::prelude_header() {
   std::lock_guard lock(pch_mu_);
   std::error_code ec;
-  // Memoized, unless the header vanished since (cache cleaned while this process runs).
-  if (pch_tried_ && (pch_header_.empty() || fs::exists(pch_header_, ec))) return pch_header_;
+  // Memoized, unless the header or its PCH vanished since (cache cleaned or evicted while this
+  // process runs); touched on each use, so eviction keeps it while compiles use it.
+  if (pch_tried_ && (pch_header_.empty() || (fs::exists(pch_header_, ec) && fs::exists(pch_header_ + ".gch", ec)))) {
+    if (!pch_header_.empty()) touch(pch_header_), touch(pch_header_ + ".gch");
+    return pch_header_;
+  }
   pch_tried_ = true;
   pch_header_.clear();
   // Only GCC reads X.h.gch for `-include X.h` (and validates it, falling back to X.h).
   if (!o_.precompiled_prelude || identity_.find("Free Software Foundation") == std::string::npos) return "";
-  std::string header = fmt::format("{}/prelude-{}.h", dir_, content_hash(identity_));
-  std::string gch = header + ".gch";
-  if (!fs::exists(header, ec)) write_file_atomically(header, unique_tmp(dir_, ".h"), cpu_prelude());
+  const std::string header = prelude_path(), gch = header + ".gch";
+  if (fs::exists(header, ec) && fs::exists(gch, ec)) {
+    touch(header), touch(gch);
+    return pch_header_ = header;
+  }
+  JobDir job(dir_);
+  if (!job.ok()) return "";
+  const std::string tmp_h = job.file("prelude.h");
+  if (!write_file(tmp_h, cpu_prelude())) return "";
+  if (!fs::exists(header, ec) && publish(tmp_h, header, job) != 0) return "";
   if (!fs::exists(gch, ec)) {
-    // Compiled from a private copy, then renamed into place: a concurrent process either sees
+    // Compiled from the private copy, then renamed into place: a concurrent process either sees
     // no .gch (and builds its own or uses the text) or a complete one.
-    std::string tmp_h = unique_tmp(dir_, ".h");
-    std::string tmp_gch = tmp_h + ".gch";
-    std::string log = unique_tmp(dir_, ".log");
-    write_file_atomically(tmp_h, unique_tmp(dir_, ".tmp"), cpu_prelude());
     std::vector<std::string> argv{o_.compiler};
     for (const auto& f : flags_)
       if (f != "-shared") argv.push_back(f);
-    argv.insert(argv.end(), {"-x", "c++-header", "-o", tmp_gch, tmp_h});
-    int rc = run_process(argv, log);
+    argv.insert(argv.end(), {"-x", "c++-header", "-o", job.file("prelude.h.gch"), tmp_h});
+    int rc = run_process(argv, job.file("pch.log"));
     {
       std::lock_guard l2(mu_);
       ++stats_.pch_builds;
     }
-    if (rc == 0) fs::rename(tmp_gch, gch, ec);
-    fs::remove(tmp_h, ec), fs::remove(tmp_gch, ec), fs::remove(log, ec);
-    if (rc != 0 || !fs::exists(gch, ec)) return "";
+    if (rc != 0 || publish(job.file("prelude.h.gch"), gch, job) != 0) return "";
   }
   return pch_header_ = header;
 }
 
+std::string KernelCompiler::prelude_path() const { return fmt::format("{}/prelude-{}.h", dir_, content_hash(identity_)); }
+
+std::string KernelCompiler::without_paths(std::string text, const std::string& job) const {
+  if (!job.empty()) {
+    replace_all(text, job + "/kernel.cc", "<kernel>.cc");
+    replace_all(text, job + "/kernel.so", "<kernel>.so");
+    replace_all(text, job, "<tmp>");
+  }
+  replace_all(text, prelude_path(), "<prelude>.h");
+  replace_all(text, dir_, "<cache>");
+  if (const char* home = std::getenv("HOME"); home && std::string_view(home).size() > 1) replace_all(text, home, "~");
+  return text;
+}
+
+void KernelCompiler::evict() {
+  if (max_bytes_ <= 0) return;
+  struct File {
+    timespec used{};
+    int64_t bytes = 0;
+    std::vector<std::string> names;  // hard links of one file (a chunk's kernels)
+  };
+  std::map<std::pair<dev_t, ino_t>, File> files;
+  int64_t total = 0;
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string path = e.path().string();
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      // A compile's directory older than a day was left by a killed process.
+      if (e.path().filename().string().rfind("tmp-", 0) == 0 && st.st_mtim.tv_sec < now.tv_sec - 86400)
+        fs::remove_all(path, ec);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) continue;
+    File& f = files[{st.st_dev, st.st_ino}];
+    if (f.names.empty()) {
+      f.used = st.st_mtim;
+      f.bytes = st.st_size;
+      total += st.st_size;
+    }
+    f.names.push_back(path);
+  }
+  if (total <= max_bytes_) return;
+  std::vector<const File*> order;
+  for (const auto& [id, f] : files) order.push_back(&f);
+  auto seconds = [](const timespec& t) { return double(t.tv_sec) + 1e-9 * double(t.tv_nsec); };
+  std::sort(order.begin(), order.end(), [&](const File* a, const File* b) { return seconds(a->used) < seconds(b->used); });
+  const double newest_evictable = seconds(now) - o_.evict_grace_s;
+  int removed = 0;
+  for (const File* f : order) {
+    if (total <= max_bytes_ || seconds(f->used) > newest_evictable) break;
+    for (const auto& name : f->names) removed += unlink(name.c_str()) == 0;
+    total -= f->bytes;
+  }
+  std::lock_guard lock(mu_);
+  stats_.evicted += removed;
+}
+
 std::vector<std::string> KernelCompiler::build(const std::vector<Keyed>& chunks) {
   struct Job {
-    std::string src, so, log;
+    std::unique_ptr<JobDir> dir;  // kernel.cc, kernel.so, compile.log
+    std::string error;            // why the compiler did not start
     pid_t pid = -1;
   };
   const std::string header = prelude_header();
@@ -207,49 +334,49 @@ std::vector<std::string> KernelCompiler::build(const std::vector<Keyed>& chunks)
   std::vector<Job> procs(chunks.size());
   auto finish = [&](size_t i) {
     Job& j = procs[i];
-    int rc = wait_process(j.pid);
-    std::error_code ec;
-    if (rc != 0) {
-      errors[i] = rc < 0 ? fmt::format("could not start compiler '{}'", o_.compiler) : read_file(j.log);
+    if (!j.error.empty()) {
+      errors[i] = j.error;
+    } else if (int rc = wait_process(j.pid); rc != 0) {
+      errors[i] = rc < 0 ? fmt::format("could not start compiler '{}'", o_.compiler)
+                         : without_paths(read_file(j.dir->file("compile.log")), j.dir->path());
       if (errors[i].empty()) errors[i] = fmt::format("compiler exited with status {}", rc);
       if (errors[i].size() > 8000) errors[i].resize(8000);
     } else {
-      for (const auto& [key, code] : chunks[i]) {
-        std::string dst = fmt::format("{}/{}.so", dir_, key);
-        if (link(j.so.c_str(), dst.c_str()) != 0 && errno != EEXIST)
-          fs::copy_file(j.so, dst, fs::copy_options::skip_existing, ec);
-      }
+      for (const auto& [key, code] : chunks[i])
+        if (int err = publish(j.dir->file("kernel.so"), fmt::format("{}/{}.so", dir_, key), *j.dir))
+          errors[i] = fmt::format("cannot store the kernel in the cache: {}", std::strerror(err));
     }
-    fs::remove(j.src, ec), fs::remove(j.so, ec), fs::remove(j.log, ec);
+    j.dir.reset();
   };
   const size_t width = static_cast<size_t>(jobs());
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (i >= width) finish(i - width);  // keep at most `width` compilers running
+    Job& j = procs[i];
+    j.dir = std::make_unique<JobDir>(dir_);
+    if (!j.dir->ok()) {
+      j.error = j.dir->error();
+      continue;
+    }
     std::string tu = header.empty() ? std::string(cpu_prelude()) : std::string();
     for (const auto& [key, code] : chunks[i]) {
       std::string c = code;
-      std::string sym = "steptp_k_" + key;
-      for (size_t pos = c.find(kSymbolPlaceholder); pos != std::string::npos; pos = c.find(kSymbolPlaceholder, pos))
-        c.replace(pos, kSymbolPlaceholder.size(), sym);
+      replace_all(c, kSymbolPlaceholder, "steptp_k_" + key);
       tu += c;
     }
-    Job& j = procs[i];
-    j.src = unique_tmp(dir_, ".cc");
-    j.so = unique_tmp(dir_, ".so");
-    j.log = unique_tmp(dir_, ".log");
-    {
-      std::ofstream out(j.src, std::ios::binary);
-      out << tu;
+    const std::string src = j.dir->file("kernel.cc");
+    if (!write_file(src, tu)) {
+      j.error = "cannot write the kernel's source in the kernel cache";
+      continue;
     }
     std::vector<std::string> argv{o_.compiler};
     for (const auto& f : flags_) argv.push_back(f);
     if (!header.empty()) argv.insert(argv.end(), {"-include", header});
-    argv.insert(argv.end(), {"-o", j.so, j.src});
+    argv.insert(argv.end(), {"-o", j.dir->file("kernel.so"), src});
     {
       std::lock_guard lock(mu_);
       ++stats_.invocations;
     }
-    j.pid = spawn_process(argv, j.log);
+    j.pid = spawn_process(argv, j.dir->file("compile.log"));
   }
   for (size_t i = chunks.size() > width ? chunks.size() - width : 0; i < chunks.size(); ++i) finish(i);
   return errors;
@@ -267,12 +394,16 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
       if (it != loaded().end()) {
         results[i].kernel = it->second;
         results[i].cache_hit = true;
+        touch(fmt::format("{}/{}.so", dir_, keys[i]));
         std::lock_guard l2(mu_);
         ++stats_.memory_hits;
         continue;
       }
     }
-    if (fs::exists(fmt::format("{}/{}.so", dir_, keys[i]))) {
+    // Touched first, so eviction (which spares recently used files) does not take it before the
+    // dlopen; if it does all the same, the kernel is compiled again.
+    if (const std::string so = fmt::format("{}/{}.so", dir_, keys[i]); fs::exists(so)) {
+      touch(so);
       if (auto k = load(keys[i], nullptr)) {
         results[i].kernel = std::move(k);
         results[i].cache_hit = true;
@@ -285,8 +416,7 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
   }
   std::map<std::string, std::string> errors;
   if (!missing.empty()) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);  // it may have been removed since the constructor ran
+    make_cache_dir(dir_);  // it may have been removed since the constructor ran
     // Chunks balanced by code size: largest kernel first into the currently smallest chunk
     // (ties by key, so the split is deterministic).
     std::vector<std::pair<std::string, std::string>> order(missing.begin(), missing.end());
@@ -326,9 +456,12 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
     results[i].kernel = load(keys[i], &err);
     if (!results[i].kernel) results[i].error = err;
   }
-  std::lock_guard lock(g_loaded_mu);
-  for (const auto& r : results)
-    if (r.kernel) loaded().emplace(r.kernel->key, *r.kernel);
+  {
+    std::lock_guard lock(g_loaded_mu);
+    for (const auto& r : results)
+      if (r.kernel) loaded().emplace(r.kernel->key, *r.kernel);
+  }
+  if (!missing.empty()) evict();  // the cache grew
   return results;
 }
 

@@ -11,8 +11,22 @@
 // -include): parsing the standard headers the prelude includes is most of the cost of a small
 // translation unit. GCC checks a PCH against the options and falls back to the textual header
 // beside it when the PCH does not fit, so the PCH never changes what a kernel means; the key
-// therefore does not depend on it. Writes go through temporary names and rename/link, so
-// concurrent processes sharing a cache never see half-written files.
+// therefore does not depend on it.
+//
+// Every compile works in a private temporary directory of the cache (mkdtemp: CACHE/tmp-XXXXXX,
+// mode 0700, removed afterwards), and its results are renamed into place, so concurrent
+// processes sharing a cache never see half-written files and no name another user could guess
+// or plant (a symlink at a fixed temp name) is ever written. The cache should be private to its
+// user all the same (a kernel placed in it runs): a cache dir the compiler creates gets mode 0700.
+//
+// Size cap: after each batch that compiled something, the least recently used files (by mtime:
+// a kernel's file is touched whenever it is found in the cache or in memory, the prelude
+// whenever a compile uses it) are removed until the files' sizes sum to at most the cap (hard
+// links counted once; a chunk's kernels share one file, so they age together). Files used within
+// `evict_grace_s` are never removed: that spares a file between its rename into place and its
+// dlopen, and the prelude while compilers read it. Removing a file another process has loaded is
+// harmless (the mapping lives on); a process whose disk hit vanishes before dlopen compiles the
+// kernel again. Temporary directories older than a day (left by a killed process) go too.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +57,11 @@ struct CompilerOptions {
   int jobs = 0;
   // Precompile the prelude (GCC only; other compilers get the prelude as text).
   bool precompiled_prelude = true;
+  // Size cap of the cache dir in bytes (see above): -1: $STEPTP_CACHE_MAX_MB MiB, else 512 MiB;
+  // 0: no cap.
+  int64_t cache_max_bytes = -1;
+  // Files used more recently than this are not evicted, whatever the cap.
+  double evict_grace_s = 600;
 };
 
 using KernelFn = int (*)(void* const* args);
@@ -55,7 +74,10 @@ struct LoadedKernel {
 
 struct CompileResult {
   std::optional<LoadedKernel> kernel;
-  std::string error;      // compiler diagnostics when kernel is empty
+  // Compiler diagnostics when kernel is empty, without this machine's paths (they may reach a
+  // service's client): the kernel's source is `<kernel>.cc`, the prelude `<prelude>.h`, the
+  // cache dir `<cache>`, the home dir `~`.
+  std::string error;
   bool cache_hit = false;
 };
 
@@ -66,6 +88,7 @@ struct CompilerStats {
   int compiled = 0;     // kernels compiled
   int disk_hits = 0;    // kernels found in the disk cache
   int memory_hits = 0;  // kernels already loaded in this process
+  int evicted = 0;      // file names removed from the cache to keep it under its cap
 };
 
 class KernelCompiler {
@@ -79,6 +102,7 @@ class KernelCompiler {
   CompileResult compile_one(const std::string& code) { return compile({code}).front(); }
 
   const std::string& cache_dir() const { return dir_; }
+  int64_t cache_max_bytes() const { return max_bytes_; }
   CompilerStats stats() const;
   std::string key_of(const std::string& code) const;
   // Compiler version, flags and prelude: what makes the same code compile to the same kernel.
@@ -91,12 +115,19 @@ class KernelCompiler {
   std::vector<std::string> build(const std::vector<Keyed>& chunks);
   // Path of the header to -include (its .gch beside it), or "" to put the prelude in the TU.
   std::string prelude_header();
+  std::string prelude_path() const;  // where that header lives in the cache
   int jobs() const;
   std::optional<LoadedKernel> load(const std::string& key, std::string* error);
+  // Removes least recently used files until the cache fits its cap (see above).
+  void evict();
+  // `text` with this machine's paths replaced by neutral names (CompileResult::error); `job` is
+  // the temporary directory of the compile that produced it, if any.
+  std::string without_paths(std::string text, const std::string& job = "") const;
 
   CompilerOptions o_;
   std::vector<std::string> flags_;  // o_.flags plus those vector_math implies
   std::string dir_;
+  int64_t max_bytes_ = 0;  // resolved cache_max_bytes (0: no cap)
   std::string identity_;  // compiler version + flags + glibc version + prelude: part of every key
   mutable std::mutex mu_;
   CompilerStats stats_;
