@@ -1,7 +1,7 @@
 """HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
 /v1/score/batch. Uses Debian's python3-requests (imported at the first request, so the in-process
-scorer needs no requests); a 429 is retried after its Retry-After; a 503 (the service could not judge: shutting down,
-overloaded) is "no score", a reply with reward None."""
+scorer needs no requests); a 429 is retried after its Retry-After; a 503 (the service could
+not judge: it is shutting down) is "no score", a reply with reward None."""
 
 import json
 import os
