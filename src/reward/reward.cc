@@ -224,6 +224,8 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const St
   }
   if (j.measured->infrastructure) {
     out["infrastructure_failure"] = j.measured->error;
+    out["failed_stage"] = kNoScore;
+    out["reason"] = "not judged: " + j.measured->error;
     out["reward"] = nullptr;
     return j;
   }
@@ -389,9 +391,8 @@ json score(const Context& ctx, std::string_view answer_text, const ScoreOptions&
 }
 
 json no_score(json answers_done, size_t of, const std::string& reason) {
-  return {{"parsed", true},          {"list", of > 1},
-          {"answers", std::move(answers_done)}, {"reward", nullptr},
-          {"infrastructure_failure", reason}};
+  return {{"parsed", true},        {"list", of > 1},          {"answers", std::move(answers_done)},
+          {"reward", nullptr},     {"failed_stage", kNoScore}, {"infrastructure_failure", reason}};
 }
 
 json failed_outcome(json partial, std::string_view stage, const std::string& reason) {

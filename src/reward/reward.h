@@ -143,9 +143,14 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
 // "verification", "measurement":
 // {...}, "compiled_outputs", "speedup_vs_parent", "speedup_vs_root", "clears_noise",
 // "implausible"}. When the measurement could not take place for a reason that is not the
-// answer's (MeasuredStep::infrastructure) the reply is "no score": "reward" null and
-// "infrastructure_failure" the reason. Never throws for a bad answer.
+// answer's (MeasuredStep::infrastructure) the reply is "no score": "reward" null,
+// "infrastructure_failure" the reason and "failed_stage" kNoScore (in the reply and in that
+// answer's outcome, so the service's failed-stage metric counts it apart). Never throws for a
+// bad answer.
 nlohmann::json score(const Context& ctx, std::string_view answer_text, const ScoreOptions& o);
+
+// The "failed_stage" of an answer (and of a reply) that was not judged: no score.
+inline constexpr const char* kNoScore = "infrastructure";
 
 // The outcome of an answer whose scoring died at `stage` (a crash, hang or memory exhaustion of
 // the sandbox running its kernel): `partial` is the last progress report, completed as a failure.

@@ -276,7 +276,9 @@ TEST(Reward, InfrastructureFailuresAreNoScore) {
   json r = score(m.ctx(), Matmul::answer(m.sig + par), o);
   EXPECT_TRUE(r["reward"].is_null()) << r.dump();
   EXPECT_EQ(r["infrastructure_failure"], "the machine's timing lock was not obtained");
+  EXPECT_EQ(r["failed_stage"], kNoScore);
   EXPECT_TRUE(r["answers"][0]["reward"].is_null());
+  EXPECT_EQ(r["answers"][0]["failed_stage"], kNoScore);
   o.measurer = [](const Context&, const leir::Program&) {
     MeasuredStep s;
     s.infrastructure = true;

@@ -57,6 +57,12 @@ TEST(Judge, ATimeOutWhileVerifyingIsNoScore) {
   ASSERT_EQ(r.status, 200) << r.body.dump();
   EXPECT_TRUE(r.body["reward"].is_null()) << r.body.dump();
   EXPECT_NE(r.body["infrastructure_failure"].get<std::string>().find("timed out"), std::string::npos) << r.body.dump();
+  EXPECT_EQ(r.body["failed_stage"], "infrastructure");
+  // Counted apart from the answers' failed stages.
+  auto metrics = server.client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("steptp_score_answers_total{failed_stage=\"infrastructure\"} 1"), std::string::npos)
+      << metrics->body;
 }
 
 }  // namespace
