@@ -8,7 +8,9 @@
 //   equivalence stage but is counted apart;
 // - timing is the tuner's one timing policy through the store (tune/facts.h): the candidate timed
 //   against the root, interleaved; its speedup over the parent is the ratio of the two speedups
-//   over the root, judged by tune::clears_noise with the two candidates' spreads;
+//   over the root, judged by tune::clears_noise with the two candidates' spreads. The timed
+//   kernel's outputs are not compared again here (the store keeps timings, not outputs): at
+//   bench shapes the verification itself runs compiled builds (f64) of root and candidate;
 // - candidates are cached by canonical hash (leir/canonical.h): a program reached again (from
 //   another parent, proposed twice, or renamed) reuses its verdict and timing and costs no
 //   measurement budget; with no measurement left a verified candidate stops unmeasured.

@@ -143,7 +143,8 @@ void judge_measured(const MeasuredStep& m, const leir::Program& cand, double imp
   out["clears_noise"] = faster;
   if (faster || slower) out["parts"]["speedup"] = RewardParts::kSpeedupScale * log2_clamped(sp);
   if (!faster) {
-    out = fail(out, Stage::Faster, fmt::format("speedup over the parent {:.3g} is within the timing noise", sp));
+    out = fail(out, Stage::Faster,
+               fmt::format("speedup over the parent {:.3g}{}", sp, slower ? ": slower" : " is within the timing noise"));
     return;
   }
   if (sp < improve_threshold) {
