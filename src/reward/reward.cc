@@ -359,13 +359,9 @@ json judge_answer(const leir::Program& parent, std::string_view answer_text, con
     res["answers"].push_back(o);
     if (o.contains("infrastructure_failure")) {
       // Not the answer's fault: the whole reply is "no score", the rest of the list unjudged.
-      json done = res["answers"];
-      done.erase(done.size() - 1);
-      json r = no_score(std::move(done), pa.steps.size(), o["infrastructure_failure"].get<std::string>());
-      r["answers"].push_back(o);
-      r["unscored"] = pa.steps.size() - r["answers"].size();
+      std::string why = o["infrastructure_failure"];
       if (steps) steps->push_back(std::move(a));
-      return r;
+      return no_score(std::move(res["answers"]), pa.steps.size(), why);
     }
     total += o["reward"].get<double>();
     if (steps) steps->push_back(std::move(a));
@@ -391,19 +387,16 @@ json score(const Context& ctx, std::string_view answer_text, const ScoreOptions&
   return judge_answer(ctx.parent, answer_text, j);
 }
 
-json no_score(json answers_done, size_t of, const std::string& reason) {
-  return {{"parsed", true},        {"list", of > 1},          {"answers", std::move(answers_done)},
-          {"reward", nullptr},     {"failed_stage", kNoScore}, {"infrastructure_failure", reason}};
+json no_score(json answers, size_t of, const std::string& reason) {
+  const size_t unscored = of - answers.size();
+  return {{"parsed", true},    {"list", of > 1},           {"answers", std::move(answers)}, {"unscored", unscored},
+          {"reward", nullptr}, {"failed_stage", kNoScore}, {"infrastructure_failure", reason}};
 }
 
-json failed_outcome(json partial, std::string_view stage, const std::string& reason) {
+json failed_outcome(json partial, const std::string& reason) {
   partial.erase("entering");
-  if (stage == "equivalent") partial["parts"]["equivalence"] = RewardParts::kNotEquivalent;
-  if (stage == "valid") partial["parts"]["validity"] = RewardParts::kInvalid;
-  return fail(std::move(partial), stage == "equivalent" ? Stage::Equivalent
-                                  : stage == "valid"    ? Stage::Valid
-                                                        : Stage::Compiles,
-              reason);
+  partial.erase("kernel_run");
+  return fail(std::move(partial), Stage::Compiles, reason);
 }
 
 }  // namespace steptp::reward

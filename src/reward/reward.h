@@ -152,13 +152,14 @@ nlohmann::json score(const Context& ctx, std::string_view answer_text, const Sco
 // The "failed_stage" of an answer (and of a reply) that was not judged: no score.
 inline constexpr const char* kNoScore = "infrastructure";
 
-// The outcome of an answer whose scoring died at `stage` (a crash, hang or memory exhaustion of
-// the sandbox running its kernel): `partial` is the last progress report, completed as a failure.
-nlohmann::json failed_outcome(nlohmann::json partial, std::string_view stage, const std::string& reason);
+// The outcome of an answer whose kernel run killed the job running it (a crash, hang or memory
+// exhaustion): `partial`, the last progress report, completed as a failure at "compiles".
+nlohmann::json failed_outcome(nlohmann::json partial, const std::string& reason);
 // The reply of a request that could not be scored for a reason that is not the answer's (the
 // service timed out or ran out of memory outside the answer's kernel run, the machine was not
-// obtained): "reward" null, "infrastructure_failure" the reason, the answers judged so far.
-nlohmann::json no_score(nlohmann::json answers_done, size_t of, const std::string& reason);
+// obtained): "reward" null, "infrastructure_failure" the reason, `answers` (those judged so far,
+// and the one that could not be) of `of`.
+nlohmann::json no_score(nlohmann::json answers, size_t of, const std::string& reason);
 
 // The reward parts' values (documented above).
 struct RewardParts {

@@ -308,7 +308,7 @@ JobReply died_reply(const json& job, const std::optional<json>& last, const std:
   // progress says kernel_run) — a crash, a hang past --measure-timeout, memory exhausted — is the
   // answer's: a scored failure at "compiles". Anything else (the job's deadline while verifying,
   // the service out of memory, a death before any progress) is the service's: no score.
-  const bool kernel_run = last && (*last)["partial"].value("kernel_run", false);
+  const bool kernel_run = last && last->contains("partial") && (*last)["partial"].value("kernel_run", false);
   json body;
   if (!kernel_run) {
     body = last ? reward::no_score((*last)["done"], (*last).value("of", size_t{1}), reason)
@@ -316,10 +316,8 @@ JobReply died_reply(const json& job, const std::optional<json>& last, const std:
   } else {
     // A scored failure: the answers finished before, the one that died, the rest unscored (0).
     const json& p = *last;
-    json partial = p["partial"];
-    partial.erase("kernel_run");
     json answers = p["done"];
-    answers.push_back(reward::failed_outcome(partial, "compiles", reason));
+    answers.push_back(reward::failed_outcome(p["partial"], reason));
     double total = 0;
     for (const auto& a : answers) total += a["reward"].get<double>();
     size_t n = p.value("of", size_t{1});

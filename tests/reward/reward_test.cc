@@ -290,6 +290,8 @@ TEST(Reward, InfrastructureFailuresAreNoScore) {
   r = score(m.ctx(), "<answer>" + json::array({first, first}).dump() + "</answer>", o);
   EXPECT_TRUE(r["reward"].is_null()) << r.dump();
   EXPECT_EQ(r["infrastructure_failure"], "fork failed");
+  EXPECT_EQ(r["answers"].size(), 1u);
+  EXPECT_EQ(r["unscored"], 1);
   // A kernel that fails to run is the answer's: a scored failure.
   o.measurer = [](const Context&, const leir::Program&) {
     MeasuredStep s;
