@@ -28,7 +28,9 @@ def score(answer: str, reward_context: Mapping[str, Any] | str, *, measure: bool
     fresh random ones per call (as the service draws them); `peaks` is the machine-peaks cache of
     the implausibility check ("default": serve's default file; None: no check). Raises ValueError
     for a malformed context and steptp.InvalidProgramError for an invalid program in it; a bad
-    answer is never an error but a scored failure."""
+    answer is never an error but a scored failure; an answer that could not be judged for a reason
+    that is not its own (the measurement could not take place) has "reward" None and
+    "infrastructure_failure" (no score)."""
     if isinstance(reward_context, str):
         reward_context = json.loads(reward_context)
     if not 1 <= verify_trials <= 16:

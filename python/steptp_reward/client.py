@@ -1,6 +1,7 @@
 """HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
 /v1/score/batch. Uses Debian's python3-requests (imported at the first request, so the in-process
-scorer needs no requests); a 429 is retried after its Retry-After."""
+scorer needs no requests); a 429 is retried after its Retry-After; a 503 (the service could
+not judge: it is shutting down) is "no score", a reply with reward None."""
 
 import json
 import os
@@ -44,6 +45,12 @@ class StepTPClient:
             if r.status_code != 429 or attempt == self.retries:
                 break
             time.sleep(float(r.headers.get("Retry-After", "1")))
+        if r.status_code == 503:
+            try:
+                why = r.json().get("error", "service unavailable")
+            except ValueError:
+                why = "service unavailable"
+            return {"reward": None, "infrastructure_failure": why, "status": 503}
         r.raise_for_status()
         return r.json()
 
@@ -57,5 +64,9 @@ class StepTPClient:
         out = []
         items = [{"answer": a, "reward_context": as_context(c), "measure": measure} for a, c in zip(answers, contexts)]
         for i in range(0, len(items), chunk):
-            out.extend(self._post("/v1/score/batch", {"items": items[i:i + chunk]})["results"])
+            reply = self._post("/v1/score/batch", {"items": items[i:i + chunk]})
+            if reply.get("reward", 0) is None:  # the whole batch was not judged (503)
+                out.extend(dict(reply) for _ in items[i:i + chunk])
+            else:
+                out.extend(reply["results"])
         return out

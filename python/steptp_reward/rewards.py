@@ -8,8 +8,11 @@ in `extra_info["reward_context"]`.
 TRL (GRPOTrainer): `reward_funcs=[steptp_reward]`; the dataset's `reward_context` column reaches
 it as a keyword argument. Completions may be strings or conversational message lists.
 
-Both return the reward in [-1, 1] (reward/reward.h documents its parts). A reward_context that
-is itself invalid raises: that is a data bug, not a bad answer.
+Both return the reward in [-1, 1] (reward/reward.h documents its parts), or None for "no score":
+the answer could not be judged for a reason that is not its own (the service timed out or ran out
+of memory outside the answer's kernel run, the machine was not obtained, the service was shutting
+down: 503), so a trainer leaves it out rather than learning from a failure reward. A
+reward_context that is itself invalid raises: that is a data bug, not a bad answer.
 
 Which scorer: $STEPTP_REWARD_BACKEND=inprocess or =http chooses; unset, a service named by a `url`
 keyword or $STEPTP_SERVE_URL is used over HTTP, else the in-process scorer (steptp.score, the same
@@ -47,7 +50,12 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     if isinstance(extra_info, dict) and "steptp_measure" in extra_info:
         measure = bool(extra_info["steptp_measure"])
     reply = _client(kwargs.get("url")).score(solution_str, as_context(ctx), measure=measure)
-    return float(reply["reward"])
+    return _reward(reply)
+
+
+def _reward(reply):
+    """The reward of a score reply, None when it is "no score" (reward null)."""
+    return None if reply.get("reward") is None else float(reply["reward"])
 
 
 def _text(completion):
@@ -65,7 +73,10 @@ def steptp_reward(prompts=None, completions=None, reward_context=None, **kwargs)
                                                      measure=kwargs.get("steptp_measure", True))
     out = []
     for r in replies:
+        if r.get("status") == 503:  # the service could not judge it (shutting down): no score
+            out.append(None)
+            continue
         if r.get("status") != 200:
             raise RuntimeError("steptp refused an item: %s" % r.get("error"))
-        out.append(float(r["reward"]))
+        out.append(_reward(r))
     return out

@@ -1,17 +1,19 @@
-// The verification funnel every proposal goes through (the stages of reward/reward.h):
+// `steptp optimize`'s judge: the reward's one funnel (reward/reward.h judge_answer: parsed → valid
+// LEIR → differs from the parent (canonical form) → verified equivalent to the root → compiles
+// (and runs) → faster than the parent by the noise rule and `faster_ratio`), with the tuner's
+// verifier and timer plugged in and a cache around them:
 //
-//   parsed → valid LEIR → differs from the parent → verified equivalent to the root
-//          → compiles (and runs) → measured, and faster than the parent
-//
-// Parsing and the candidate program are reward/'s (one parser for serve, optimize and the Python
-// package); an invalid program's reason carries its file:line:col. Verification is the tuner's
-// (tune/verification.h: the interpreter at small sizes, compiled f64 builds at bench sizes);
-// "inconclusive" fails the equivalence stage but is counted apart. Measurement is the tuner's
-// one timing policy through the store (tune/facts.h): the candidate timed against the root,
-// interleaved. "Faster": its speedup over the root exceeds its parent's by `faster_ratio`.
-//
-// Candidates are cached by canonical hash: a program reached again (from another parent, or
-// proposed twice) reuses its verdict and timing and costs no measurement budget.
+// - verification is the tuner's (tune/verification.h: the interpreter at small sizes, compiled
+//   f64 builds at bench sizes) through the store's verdicts; "inconclusive" fails the
+//   equivalence stage but is counted apart;
+// - timing is the tuner's one timing policy through the store (tune/facts.h): the candidate timed
+//   against the root, interleaved; its speedup over the parent is the ratio of the two speedups
+//   over the root, judged by tune::clears_noise with the two candidates' spreads. The timed
+//   kernel's outputs are not compared again here (the store keeps timings, not outputs): at
+//   bench shapes the verification itself runs compiled builds (f64) of root and candidate;
+// - candidates are cached by canonical hash (leir/canonical.h): a program reached again (from
+//   another parent, proposed twice, or renamed) reuses its verdict and timing and costs no
+//   measurement budget; with no measurement left a verified candidate stops unmeasured.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,7 @@ struct Outcome {
   bool measured = false;
   double speedup_vs_root = 0;           // measured
   bool clears_noise = false;            // measured faster than the root by the noise rule (tune::clears_noise)
+  std::string infrastructure_failure;   // not judged: the measurement could not take place (reward.h)
   // The stage names passed, in order.
   int stages_passed() const { return failed ? int(*failed) : reward::kStageCount; }
 };
@@ -58,8 +61,8 @@ nlohmann::json to_json(const Outcome& o);
 class Funnel {
  public:
   Funnel(const leir::Program& root, tune::MeasurementStore& store, tune::Runner& runner, FunnelOptions o);
-  Outcome evaluate(const leir::Program& parent, uint64_t parent_hash, double parent_speedup,
-                   const std::string& answer, Spend& spend);
+  // `parent_speedup`: the parent's measured speedup over the root (1 for the root).
+  Outcome evaluate(const leir::Program& parent, double parent_speedup, const std::string& answer, Spend& spend);
   const std::string& root_text() const { return root_text_; }
   const std::string& verification_method() const { return verifier_.method(); }
 
@@ -70,11 +73,12 @@ class Funnel {
   };
   leir::Program root_;
   std::string root_text_;
+  uint64_t root_hash_;  // canonical
   tune::MeasurementStore& store_;
   tune::Comparer comparer_;
   tune::RootVerifier verifier_;
   FunnelOptions o_;
-  std::map<uint64_t, Facts> cache_;
+  std::map<uint64_t, Facts> cache_;  // by canonical hash
 };
 
 }  // namespace steptp::optimize

@@ -63,7 +63,7 @@ json program_metrics(const json& events) {
     const json& oc = e.at("outcome");
     if (!e.value("error", std::string()).empty()) {
       transport++;
-    } else if (oc.value("budget_stop", false)) {
+    } else if (oc.value("budget_stop", false) || oc.contains("infrastructure_failure")) {  // not judged
       unmeasured++;
     } else {
       judged++;

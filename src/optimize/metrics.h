@@ -5,7 +5,8 @@
 //   funnel       proposals judged, and how many passed each stage (parsed, valid, differs,
 //                equivalent, compiles, faster) with rates over the judged; inconclusive
 //                verdicts, transport failures (no answer) and proposals left unmeasured because
-//                the measurement budget ran out are counted apart (not judged);
+//                the measurement budget ran out or the measurement could not take place
+//                (infrastructure_failure) are counted apart (not judged);
 //   pass@k       the unbiased estimator 1 - C(n-c, k)/C(n, k) over the program's n judged
 //                proposals of which c are correct (verified equivalent and compiled and ran), k ∈
 //                {1, 5, 10} (null when n < k);

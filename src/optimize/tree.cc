@@ -47,7 +47,7 @@ std::vector<int> Tree::expand(int node, int n) {
     e.draw = draw;
     if (p.error.empty()) {
       const Node& nd = nodes[size_t(node)];
-      e.outcome = funnel_.evaluate(nd.program, nd.hash, nd.speedup, p.answer, spend_);
+      e.outcome = funnel_.evaluate(nd.program, nd.speedup, p.answer, spend_);
     }
     e.proposal = std::move(p);
     Outcome& oc = e.outcome;

@@ -6,12 +6,15 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "leir/canonical.h"
 #include "leir/diagnostic.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
 #include "search/search.h"
 #include "strategies/schedule_state.h"
+#include "tune/runner.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
 
@@ -59,9 +62,12 @@ int site_index(const leir::Program& parent, const Step& step) {
   return int(*i);
 }
 
-json verification_json(const verify::VerifyReport& r) { return json::parse(verify::to_json(r)); }
-
 double log2_clamped(double s) { return std::clamp(std::log2(std::max(s, 1e-12)), -1.0, 1.0); }
+
+// B's timing against A's, read the other way round (A against B).
+backend::Comparison reversed(const backend::Comparison& c) {
+  return {c.b, c.a, c.speedup > 0 ? 1 / c.speedup : 1};
+}
 
 json blank_outcome(const Step& s) {
   return {{"reward", 0.0},
@@ -87,59 +93,30 @@ json fail(json o, Stage stage, const std::string& reason) {
   return o;
 }
 
-// One answer's funnel, after parsing.
-json score_step(const Context& ctx, const Step& step, const ScoreOptions& o, const std::vector<uint64_t>& earlier,
-                uint64_t* hash_out) {
-  json out = blank_outcome(step);
-  auto progress = [&](Stage next) {
-    if (!o.on_progress) return;
-    json p = out;
-    p["entering"] = std::string(to_string(next));
-    o.on_progress(p);
-  };
-  progress(Stage::Valid);
-  Candidate c = candidate_program(ctx.parent, step);
-  if (!c.program) {
-    out["parts"]["validity"] = RewardParts::kInvalid;
-    return fail(out, Stage::Valid, c.error);
-  }
-  out["stages_passed"].push_back("valid");
-  const leir::Program& cand = *c.program;
-  uint64_t h = search::program_hash(cand);
-  *hash_out = h;
-  out["candidate_hash"] = search::hex64(h);
-  if (h == search::program_hash(ctx.parent)) return fail(out, Stage::Differs, "the program is the parent's");
-  if (auto k = std::find(earlier.begin(), earlier.end(), h); k != earlier.end())
-    return fail(out, Stage::Differs, fmt::format("the same program as answer {}", k - earlier.begin()));
-  out["stages_passed"].push_back("differs");
-
-  progress(Stage::Equivalent);
-  verify::VerifyOptions vo;
-  vo.trials = o.verify_trials;
-  vo.seed = o.verify_seed;
-  auto rep = verify::verify(ctx.root, cand, vo);
-  out["verification"] = verification_json(rep);
-  out["verdict"] = std::string(verify::to_string(rep.verdict));
-  if (!rep.equivalent) {
-    out["parts"]["equivalence"] = RewardParts::kNotEquivalent;
-    // Any verdict but equivalent is not verified; "inconclusive" is counted apart.
-    out["inconclusive"] = out["verdict"] == "inconclusive";
-    std::string why = rep.error.empty() ? fmt::format("not equivalent to the root ({})", out["verdict"].get<std::string>())
-                                        : rep.error;
-    return fail(out, Stage::Equivalent, why);
-  }
-  out["parts"]["equivalence"] = RewardParts::kEquivalent;
-  out["stages_passed"].push_back("equivalent");
-  if (!o.measure) {
-    finish(out);
-    return out;
-  }
-
-  progress(Stage::Compiles);
-  MeasuredStep m = o.measurer ? o.measurer(ctx, cand) : measure_step(ctx.root, ctx.parent, cand, {});
+// The measurement stages (compiles → faster) of a verified candidate; `out` has passed
+// "equivalent". Sets j.outcome.
+void judge_measured(const MeasuredStep& m, const leir::Program& cand, double improve_threshold, Judgement& j) {
+  json& out = j.outcome;
   if (!m.ok) {
     out["measurement"] = {{"error", m.error}};
-    return fail(out, Stage::Compiles, (m.compiled ? "run failed: " : "") + m.error);
+    out = fail(out, Stage::Compiles, (m.compiled ? "run failed: " : "") + m.error);
+    return;
+  }
+  // The kernel that was timed must compute what was verified: its outputs against the root's
+  // kernel on the same inputs. A mismatch (a codegen bug, or a program the interpreter and the
+  // backend read differently) takes back the equivalence credit: the answer is not equivalent.
+  if (m.outputs) {
+    out["compiled_outputs"] = json::parse(verify::to_json(*m.outputs));
+    if (m.outputs->verdict == verify::Verdict::Failed) {
+      out["stages_passed"].erase(out["stages_passed"].size() - 1);  // "equivalent"
+      out["parts"]["equivalence"] = RewardParts::kNotEquivalent;
+      std::string why = m.outputs->error;
+      if (why.empty() && m.outputs->worst)
+        why = fmt::format("{}[{}] = {} vs the root's {}", m.outputs->worst->tensor,
+                          fmt::join(m.outputs->worst->index, ","), m.outputs->worst->b, m.outputs->worst->a);
+      out = fail(out, Stage::Equivalent, "the compiled kernel's outputs differ from the root's: " + why);
+      return;
+    }
   }
   out["parts"]["compiles"] = RewardParts::kCompiles;
   out["stages_passed"].push_back("compiles");
@@ -156,13 +133,110 @@ json score_step(const Context& ctx, const Step& step, const ScoreOptions& o, con
     implausible = std::min(m.vs_parent.b.median_ms, m.vs_root.b.median_ms) < bound_ms;
   }
   out["implausible"] = implausible;
-  if (implausible) return fail(out, Stage::Faster, "implausible: faster than the machine's peaks allow");
-  out["parts"]["speedup"] = RewardParts::kSpeedupScale * log2_clamped(sp);
-  if (sp < o.improve_threshold)
-    return fail(out, Stage::Faster, fmt::format("speedup over the parent {:.3g} < {:.3g}", sp, o.improve_threshold));
+  if (implausible) {
+    out = fail(out, Stage::Faster, "implausible: faster than the machine's peaks allow");
+    return;
+  }
+  // One timing policy: a speedup (or a slowdown) is paid only when the noise rule says it is
+  // real; a difference within the noise earns nothing either way.
+  const bool faster = tune::clears_noise(m.vs_parent), slower = tune::clears_noise(reversed(m.vs_parent));
+  out["clears_noise"] = faster;
+  if (faster || slower) out["parts"]["speedup"] = RewardParts::kSpeedupScale * log2_clamped(sp);
+  if (!faster) {
+    out = fail(out, Stage::Faster,
+               fmt::format("speedup over the parent {:.3g}{}", sp, slower ? ": slower" : " is within the timing noise"));
+    return;
+  }
+  if (sp < improve_threshold) {
+    out = fail(out, Stage::Faster, fmt::format("speedup over the parent {:.3g} < {:.3g}", sp, improve_threshold));
+    return;
+  }
   out["stages_passed"].push_back("faster");
   finish(out);
-  return out;
+}
+
+// One answer's funnel, after parsing.
+Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const Step& step, const Judge& jg,
+                     const std::vector<uint64_t>& earlier) {
+  Judgement j;
+  j.step = step;
+  json& out = j.outcome;
+  out = blank_outcome(step);
+  auto progress = [&](Stage next) {
+    if (!jg.on_progress) return;
+    json p = out;
+    p["entering"] = std::string(to_string(next));
+    jg.on_progress(p);
+  };
+  progress(Stage::Valid);
+  Candidate c = candidate_program(parent, step);
+  if (!c.program) {
+    out["parts"]["validity"] = RewardParts::kInvalid;
+    out = fail(out, Stage::Valid, c.error);
+    return j;
+  }
+  out["stages_passed"].push_back("valid");
+  j.program = std::move(c.program);
+  const leir::Program& cand = *j.program;
+  // "Differs" on the canonical form: renaming, commuting or `+0` is not a step.
+  const uint64_t h = j.canonical_hash = leir::canonical_hash(cand);
+  out["candidate_hash"] = search::hex64(search::program_hash(cand));  // as the dataset's result_hash
+  out["canonical_hash"] = search::hex64(h);
+  if (h == parent_hash) {
+    out = fail(out, Stage::Differs, "the program is the parent's (up to renaming, operand order and identities)");
+    return j;
+  }
+  if (auto k = std::find(earlier.begin(), earlier.end(), h); k != earlier.end()) {
+    out = fail(out, Stage::Differs, fmt::format("the same program as answer {}", k - earlier.begin()));
+    return j;
+  }
+  out["stages_passed"].push_back("differs");
+
+  progress(Stage::Equivalent);
+  Verdict v = jg.verify(cand, h);
+  if (!v.report.is_null()) out["verification"] = v.report;
+  out["verdict"] = v.verdict;
+  if (!v.equivalent) {
+    out["parts"]["equivalence"] = RewardParts::kNotEquivalent;
+    // Any verdict but equivalent is not verified; "inconclusive" is counted apart.
+    out["inconclusive"] = v.verdict == "inconclusive";
+    std::string why = fmt::format("not equivalent to the root ({})", v.verdict);
+    out = fail(out, Stage::Equivalent, v.error.empty() ? why : why + ": " + v.error);
+    return j;
+  }
+  out["parts"]["equivalence"] = RewardParts::kEquivalent;
+  out["stages_passed"].push_back("equivalent");
+
+  if (jg.measure) {
+    progress(Stage::Compiles);
+    try {
+      j.measured = jg.measure(cand, h);
+    } catch (const std::bad_alloc&) {
+      throw;  // memory exhausted while the kernel ran: the supervisor scores it (serve's died_reply)
+    } catch (const std::exception& e) {
+      j.measured = MeasuredStep{};
+      j.measured->infrastructure = true;
+      j.measured->error = e.what();
+    }
+  }
+  if (!j.measured) {
+    finish(out);
+    return j;
+  }
+  if (j.measured->infrastructure) {
+    out["infrastructure_failure"] = j.measured->error;
+    out["failed_stage"] = kNoScore;
+    out["reason"] = "not judged: " + j.measured->error;
+    out["reward"] = nullptr;
+    return j;
+  }
+  judge_measured(*j.measured, cand, jg.improve_threshold, j);
+  return j;
+}
+
+Verdict verdict_of(const verify::VerifyReport& r) {
+  return {r.equivalent, std::string(verify::to_string(r.verdict)), r.equivalent ? "" : r.error,
+          json::parse(verify::to_json(r))};
 }
 
 }  // namespace
@@ -254,9 +328,15 @@ Candidate candidate_program(const leir::Program& parent, const Step& step) {
   return c;
 }
 
-json score(const Context& ctx, std::string_view answer_text, const ScoreOptions& o) {
+json judge_answer(const leir::Program& parent, std::string_view answer_text, const Judge& jg,
+                  std::vector<Judgement>* steps) {
   ParsedAnswer pa = parse_answer(answer_text);
   json res = {{"parsed", pa.ok}, {"list", pa.list}, {"answers", json::array()}};
+  if (pa.ok && jg.single_step && pa.steps.size() != 1) {
+    pa.ok = false;
+    pa.reason = fmt::format("a list of {} steps; one step was asked for", pa.steps.size());
+    res["parsed"] = false;
+  }
   if (!pa.ok) {
     res["reason"] = pa.reason;
     res["failed_stage"] = "parsed";
@@ -264,32 +344,59 @@ json score(const Context& ctx, std::string_view answer_text, const ScoreOptions&
     res["parts"] = {{"format", RewardParts::kParseFail}};
     return res;
   }
+  const uint64_t parent_hash = leir::canonical_hash(parent);
   std::vector<uint64_t> hashes;
   double total = 0;
   for (size_t i = 0; i < pa.steps.size(); ++i) {
-    uint64_t h = 0;
-    ScoreOptions oi = o;
-    if (o.on_progress)
-      oi.on_progress = [&, i](const json& partial) {
-        o.on_progress({{"answer", i}, {"of", pa.steps.size()}, {"done", res["answers"]}, {"partial", partial}});
+    Judge ji = jg;
+    if (jg.on_progress)
+      ji.on_progress = [&, i](const json& partial) {
+        jg.on_progress({{"answer", i}, {"of", pa.steps.size()}, {"done", res["answers"]}, {"partial", partial}});
       };
-    json a = score_step(ctx, pa.steps[i], oi, hashes, &h);
-    hashes.push_back(h);
-    total += a["reward"].get<double>();
-    res["answers"].push_back(std::move(a));
+    Judgement a = judge_step(parent, parent_hash, pa.steps[i], ji, hashes);
+    hashes.push_back(a.canonical_hash);
+    const json& o = a.outcome;
+    res["answers"].push_back(o);
+    if (o.contains("infrastructure_failure")) {
+      // Not the answer's fault: the whole reply is "no score", the rest of the list unjudged.
+      std::string why = o["infrastructure_failure"];
+      if (steps) steps->push_back(std::move(a));
+      return no_score(std::move(res["answers"]), pa.steps.size(), why);
+    }
+    total += o["reward"].get<double>();
+    if (steps) steps->push_back(std::move(a));
   }
   res["reward"] = std::round(total / double(pa.steps.size()) * 1e6) / 1e6;
   return res;
 }
 
-json failed_outcome(json partial, std::string_view stage, const std::string& reason) {
+json score(const Context& ctx, std::string_view answer_text, const ScoreOptions& o) {
+  Judge j;
+  j.improve_threshold = o.improve_threshold;
+  j.on_progress = o.on_progress;
+  j.verify = [&](const leir::Program& cand, uint64_t) {
+    verify::VerifyOptions vo;
+    vo.trials = o.verify_trials;
+    vo.seed = o.verify_seed;
+    return verdict_of(verify::verify(ctx.root, cand, vo));
+  };
+  if (o.measure)
+    j.measure = [&](const leir::Program& cand, uint64_t) -> std::optional<MeasuredStep> {
+      return o.measurer ? o.measurer(ctx, cand) : measure_step(ctx.root, ctx.parent, cand, {});
+    };
+  return judge_answer(ctx.parent, answer_text, j);
+}
+
+json no_score(json answers, size_t of, const std::string& reason) {
+  const size_t unscored = of - answers.size();
+  return {{"parsed", true},    {"list", of > 1},           {"answers", std::move(answers)}, {"unscored", unscored},
+          {"reward", nullptr}, {"failed_stage", kNoScore}, {"infrastructure_failure", reason}};
+}
+
+json failed_outcome(json partial, const std::string& reason) {
   partial.erase("entering");
-  if (stage == "equivalent") partial["parts"]["equivalence"] = RewardParts::kNotEquivalent;
-  if (stage == "valid") partial["parts"]["validity"] = RewardParts::kInvalid;
-  return fail(std::move(partial), stage == "equivalent" ? Stage::Equivalent
-                                  : stage == "valid"    ? Stage::Valid
-                                                        : Stage::Compiles,
-              reason);
+  partial.erase("kernel_run");
+  return fail(std::move(partial), Stage::Compiles, reason);
 }
 
 }  // namespace steptp::reward

@@ -9,24 +9,37 @@
 //
 //   format       -1.0   the answer does not parse (no <answer>, bad JSON, not a step)  → stop
 //   validity     -0.75  the step's program is not valid LEIR / the action does not apply → stop
-//   (unchanged)   0     the program is the parent's (canonical hash): no credit, no blame → stop
+//   (unchanged)   0     the program is the parent's up to its canonical form (leir/canonical.h:
+//                       renamed loops and intermediates, commuted operands, folded +0, *1, ...)
+//                       or repeats an earlier answer of the list: no credit, no blame  → stop
 //   equivalence  -0.5   not verified equivalent to the root (failed, or any verdict other than
-//                       equivalent, e.g. "inconclusive", which the funnel counts apart)  → stop
+//                       equivalent, e.g. "inconclusive", which the funnel counts apart), or the
+//                       compiled kernel's outputs differ from the root kernel's  → stop
 //                +0.1   verified equivalent to the root
 //   compiles     +0.1   compiled by the CPU backend and ran in the sandbox (0: it did not → stop)
-//   speedup      0.8 * clamp(log2(speedup over the parent), -1, 1); 0 when not measured or when
-//                the speedup is implausible (below)
+//   speedup      0.8 * clamp(log2(speedup over the parent), -1, 1) when the timing policy's noise
+//                rule (tune::clears_noise) says the difference is real, either way; 0 when it is
+//                within the noise, not measured, or implausible (below)
 //
 // so reward ∈ [-1, 1]: 1.0 for an equivalent step that halves the parent's time, 0.2 for an
 // equivalent step of the same speed. Speedup over the root is reported, never rewarded (a step
-// is judged where it starts).
+// is judged where it starts). "Faster" is passed at a speedup over the parent of at least
+// `improve_threshold` that clears the noise.
 //
-// Anti reward-hacking: the program is always steptp's own lowering of LEIR (no code from the
-// answer runs), verification draws fresh inputs per trial from the caller's seed (the service
-// draws it at random per request and reports it) and compares every output element with the
-// root's (verify/verifier.h), measurement inputs are fresh too, a program identical to the parent
-// earns nothing, and a time below what the machine's measured peaks allow for the program's
-// flops and input/output bytes is flagged `implausible` and earns no speedup credit.
+// No score: when the judgement could not be made for a reason that is not the answer's (the
+// measurement could not take place: the machine not obtained, the measuring child not started;
+// in the service also a time-out or memory exhaustion outside the answer's kernel run) the
+// reward is null and "infrastructure_failure" says why: a trainer leaves the sample out. A kernel
+// that crashes, hangs or exhausts memory while it runs is the answer's: a failure at "compiles".
+//
+// Defences against reward hacking (docs/serve.md "Anti reward-hacking" sets them beside the
+// known hacks): no code from the answer runs (steptp's own lowering of LEIR); verification on
+// fresh inputs per request (the caller's seed; the service draws it) against the root, every
+// output element; "differs" on the canonical form, so no-op edits earn 0 (KernelGYM's "lazy
+// optimization"); the timed kernel's outputs compared with the root kernel's on the timing
+// inputs before any speedup is paid (a codegen bug is not a speedup); speedup paid only when it
+// clears the noise; times below what the machine's measured peaks allow for the program's flops
+// and input/output bytes are `implausible` and earn no speedup credit.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +75,42 @@ enum class Stage : uint8_t { Parsed, Valid, Differs, Equivalent, Compiles, Faste
 inline constexpr int kStageCount = 6;
 std::string_view to_string(Stage s);  // "parsed", "valid", "differs", "equivalent", "compiles", "faster"
 
+// The verifier and the timer are plugged into the one funnel below: serve and the Python package
+// verify with verify::verify and time with measure_step (score()), `steptp optimize` with the
+// tuner's stored verdicts and timings behind its canonical-hash cache (optimize/funnel.h).
+struct Verdict {
+  bool equivalent = false;
+  std::string verdict;  // "exact" | "reassoc" | "failed" | "inconclusive"
+  std::string error;    // why, beyond the verdict (may be empty)
+  nlohmann::json report = nullptr;  // verify::to_json of the report, when there is one
+};
+struct Judge {
+  // The candidate (valid, differing from the parent) against the root.
+  std::function<Verdict(const leir::Program& candidate, uint64_t canonical_hash)> verify;
+  // The candidate timed against the parent (and the root), its compiled outputs checked against
+  // the root's; nullopt: not measured (no measurement asked for, or none left). Empty: never.
+  std::function<std::optional<MeasuredStep>(const leir::Program& candidate, uint64_t canonical_hash)> measure;
+  double improve_threshold = 1.05;  // speedup over the parent from which "faster" is passed
+  bool single_step = false;         // a list of steps is a format failure (optimize asks for one)
+  // Called as each answer enters a stage, so a supervisor knows where a crash hit:
+  // {"answer": i, "of": n, "done": [outcomes of answers < i], "partial": outcome so far + "entering"}.
+  std::function<void(const nlohmann::json& partial)> on_progress;
+};
+
+// One step's judgement: its outcome (score()'s answers[i]) and the candidate behind it.
+struct Judgement {
+  Step step;
+  nlohmann::json outcome;
+  std::optional<leir::Program> program;  // the candidate, when valid
+  uint64_t canonical_hash = 0;           // leir::canonical_hash of it
+  std::optional<MeasuredStep> measured;  // when measured
+};
+
+// The funnel: score()'s reply for `answer_text` as a step from `parent`, each step's judgement
+// in `steps` when given. Never throws for a bad answer.
+nlohmann::json judge_answer(const leir::Program& parent, std::string_view answer_text, const Judge& j,
+                            std::vector<Judgement>* steps = nullptr);
+
 struct ScoreOptions {
   int verify_trials = 3;
   uint64_t verify_seed = 0;  // the service draws it fresh per request
@@ -70,9 +119,7 @@ struct ScoreOptions {
   // Times the candidate against parent and root (timing.h); the service wraps it with the
   // machine-wide measurement lock. Empty: measure_step with default options.
   std::function<MeasuredStep(const Context&, const leir::Program& candidate)> measurer;
-  // Called as each answer enters a stage, so a supervisor knows where a crash hit:
-  // {"answer": i, "of": n, "done": [outcomes of answers < i], "partial": outcome so far + "entering"}.
-  std::function<void(const nlohmann::json& partial)> on_progress;
+  std::function<void(const nlohmann::json& partial)> on_progress;  // Judge::on_progress
 };
 
 // The candidate program of one step: the IR parsed (body-only IR gets the parent's signature) or
@@ -89,16 +136,30 @@ Candidate candidate_program(const leir::Program& parent, const Step& step);
 leir::Program apply_action(const leir::Program& parent, const std::string& name, int site,
                            const std::optional<nlohmann::json>& params);
 
-// {"reward", "parsed", "reason" (when not parsed), "list", "answers": [outcome...]} where an
-// outcome is {"reward", "parts": {format, validity, equivalence, compiles, speedup},
-// "failed_stage": stage or null, "inconclusive": bool, "reason", "form", "strategy",
-// "candidate_hash", "verification", "measurement": {...}, "speedup_vs_parent",
-// "speedup_vs_root", "implausible"}. Never throws for a bad answer.
+// The funnel with verify::verify and `o.measurer`: {"reward", "parsed", "reason" (when not
+// parsed), "list", "answers": [outcome...]} where an outcome is {"reward", "parts": {format,
+// validity, equivalence, compiles, speedup}, "failed_stage": stage or null, "inconclusive": bool,
+// "reason", "form", "strategy", "candidate_hash" (search::program_hash, as the dataset's result_hash), "canonical_hash",
+// "verification", "measurement":
+// {...}, "compiled_outputs", "speedup_vs_parent", "speedup_vs_root", "clears_noise",
+// "implausible"}. When the measurement could not take place for a reason that is not the
+// answer's (MeasuredStep::infrastructure) the reply is "no score": "reward" null,
+// "infrastructure_failure" the reason and "failed_stage" kNoScore (in the reply and in that
+// answer's outcome, so the service's failed-stage metric counts it apart). Never throws for a
+// bad answer.
 nlohmann::json score(const Context& ctx, std::string_view answer_text, const ScoreOptions& o);
 
-// The outcome of an answer whose scoring died at `stage` (a crash, hang or memory exhaustion of
-// the sandbox running it): `partial` is the last progress report, completed as a failure.
-nlohmann::json failed_outcome(nlohmann::json partial, std::string_view stage, const std::string& reason);
+// The "failed_stage" of an answer (and of a reply) that was not judged: no score.
+inline constexpr const char* kNoScore = "infrastructure";
+
+// The outcome of an answer whose kernel run killed the job running it (a crash, hang or memory
+// exhaustion): `partial`, the last progress report, completed as a failure at "compiles".
+nlohmann::json failed_outcome(nlohmann::json partial, const std::string& reason);
+// The reply of a request that could not be scored for a reason that is not the answer's (the
+// service timed out or ran out of memory outside the answer's kernel run, the machine was not
+// obtained): "reward" null, "infrastructure_failure" the reason, `answers` (those judged so far,
+// and the one that could not be) of `of`.
+nlohmann::json no_score(nlohmann::json answers, size_t of, const std::string& reason);
 
 // The reward parts' values (documented above).
 struct RewardParts {

@@ -72,17 +72,21 @@ MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent
                           const MeasureSettings& s) {
   MeasuredStep m;
   m.threads = s.options.threads;
+  std::vector<leir::TensorMap> outputs;
   auto res = tune::measure_pairs({root, parent, candidate}, {{1, 2}, {0, 2}}, s.options, s.input_seed,
-                                    s.pair_timeout_s);
+                                 s.pair_timeout_s, nullptr, &outputs);
   for (const auto& r : res)
     if (!r.ok) {
       m.error = r.error;
       m.compiled = r.error.rfind("compile:", 0) != 0;
+      m.infrastructure = r.error == tune::kForkFailed;
       return m;
     }
   m.compiled = m.ok = true;
   m.vs_parent = res[0].cmp;
   m.vs_root = res[1].cmp;
+  // The root and the candidate ran on the same inputs (a verified candidate declares the root's).
+  m.outputs = verify::compare_outputs(root, {{&outputs[0], &outputs[2]}}, {s.input_seed});
   return m;
 }
 

@@ -13,6 +13,7 @@
 
 #include "backend/measure/measure.h"
 #include "leir/ast.h"
+#include "verify/verifier.h"
 
 namespace steptp::reward {
 
@@ -26,9 +27,15 @@ struct MeasuredStep {
   bool compiled = false;  // every program compiled
   bool ok = false;        // ... and both comparisons ran
   std::string error;
+  // Not ok for a reason that is not the answer's (the measuring child could not be started, the
+  // machine was not obtained): the funnel gives no score rather than a failure.
+  bool infrastructure = false;
   backend::Comparison vs_parent, vs_root;  // a = parent/root, b = candidate
   int threads = 1;
   std::optional<MachinePeaks> peaks;  // when given, times below their bound are implausible
+  // The candidate's compiled outputs compared with the root's compiled outputs on the timing
+  // inputs (verify::compare_outputs, the verifier's tolerances); absent: not checked.
+  std::optional<verify::VerifyReport> outputs;
 };
 
 struct MeasureSettings {
@@ -38,6 +45,8 @@ struct MeasureSettings {
   double pair_timeout_s = 20;  // a comparison that takes longer fails (hang)
 };
 
+// Times the candidate against parent and root and compares its outputs (after its timed runs)
+// with the root's.
 MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent, const leir::Program& candidate,
                           const MeasureSettings& s);
 

@@ -220,7 +220,8 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
 }
 
 // Test-only faults (serve --fault-injection): the "kernel run" of a score crashes, hangs or
-// allocates without limit.
+// allocates without limit; "wrong_output" (not here: score_one) times a kernel that does not
+// compute the verified program, as a code generation bug would.
 [[noreturn]] void inject(const std::string& fault) {
   if (fault == "crash") raise(SIGSEGV);
   if (fault == "hang")
@@ -241,7 +242,8 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   if (req.contains("fault")) {
     if (!c.fault_injection) throw BadRequest("unknown field 'fault' (fault injection is off)");
     fault = string_field(req, "fault");
-    if (fault != "crash" && fault != "hang" && fault != "oom") throw BadRequest("field 'fault' must be crash, hang or oom");
+    if (fault != "crash" && fault != "hang" && fault != "oom" && fault != "wrong_output")
+      throw BadRequest("field 'fault' must be crash, hang, oom or wrong_output");
   }
   reward::Context ctx;
   try {
@@ -255,11 +257,28 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   o.verify_trials = int(int_field(req, "verify_trials", 3, 1, 16));
   o.verify_seed = verify_seed;
   o.measure = bool_field(req, "measure", true);
-  o.on_progress = [&](const json& p) { notify(Notice::Progress, p); };
+  json last_progress;
+  o.on_progress = [&](const json& p) {
+    last_progress = p;
+    notify(Notice::Progress, p);
+  };
   o.measurer = [&](const reward::Context& cx, const leir::Program& cand) {
     return with_machine(c, notify, [&] {
-      if (!fault.empty()) inject(fault);
-      auto m = reward::measure_step(cx.root, cx.parent, cand,
+      // The machine is held: from here a death of the job is the answer's kernel run (died_reply).
+      json running = last_progress;
+      running["partial"]["kernel_run"] = true;
+      notify(Notice::Progress, running);
+      if (!fault.empty() && fault != "wrong_output") inject(fault);
+      leir::Program timed = cand;
+      if (fault == "wrong_output") {  // the first statement stores one more than the program says
+        std::vector<leir::Item>* items = &timed.body;
+        while (!items->empty() && items->front().is_nest()) items = &items->front().nest.body;
+        if (!items->empty()) {
+          leir::Stmt& s = items->front().stmt;
+          s.rhs = leir::make_binary(leir::BinaryOp::Add, s.rhs, leir::make_number(1));
+        }
+      }
+      auto m = reward::measure_step(cx.root, cx.parent, timed,
                                     measure_settings(c, input_seed, c.measure_threads, c.measure_min_time));
       if (!c.peaks_path.empty()) m.peaks = reward::cached_peaks(c.peaks_path, c.measure_threads);
       return m;
@@ -301,21 +320,30 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
 }
 
 JobReply died_reply(const json& job, const std::optional<json>& last, const std::string& reason) {
-  if (job.value("endpoint", "") != "score" || !last)
+  if (job.value("endpoint", "") != "score")
     return {422, {{"error", "processing failed: " + reason}, {"failure", reason}}};
-  // A scored failure: the answers finished before, the one that died, the rest unscored (0).
-  const json& p = *last;
-  json partial = p["partial"];
-  std::string stage = partial.value("entering", "compiles");
-  json answers = p["done"];
-  answers.push_back(reward::failed_outcome(partial, stage, reason));
-  double total = 0;
-  for (const auto& a : answers) total += a["reward"].get<double>();
-  size_t n = p.value("of", size_t{1});
-  json body = {{"parsed", true}, {"list", n > 1}, {"answers", answers},
-               {"reward", total / double(n)}, {"unscored", n - answers.size()},
-               {"verify_seed", job.value("verify_seed", uint64_t{0})},
-               {"input_seed", job.value("input_seed", uint64_t{0})}};
+  // Whose fault: a job that died while the answer's kernel ran (the machine held, the last
+  // progress says kernel_run) — a crash, a hang past --measure-timeout, memory exhausted — is the
+  // answer's: a scored failure at "compiles". Anything else (the job's deadline while verifying,
+  // the service out of memory, a death before any progress) is the service's: no score.
+  const bool kernel_run = last && last->contains("partial") && (*last)["partial"].value("kernel_run", false);
+  json body;
+  if (!kernel_run) {
+    body = last ? reward::no_score((*last)["done"], (*last).value("of", size_t{1}), reason)
+                : reward::no_score(json::array(), 1, reason);
+  } else {
+    // A scored failure: the answers finished before, the one that died, the rest unscored (0).
+    const json& p = *last;
+    json answers = p["done"];
+    answers.push_back(reward::failed_outcome(p["partial"], reason));
+    double total = 0;
+    for (const auto& a : answers) total += a["reward"].get<double>();
+    size_t n = p.value("of", size_t{1});
+    body = {{"parsed", true}, {"list", n > 1}, {"answers", answers}, {"reward", total / double(n)}};
+    body["unscored"] = n - answers.size();
+  }
+  body["verify_seed"] = job.value("verify_seed", uint64_t{0});
+  body["input_seed"] = job.value("input_seed", uint64_t{0});
   return {200, body};
 }
 

@@ -45,7 +45,8 @@ using Notify = std::function<void(Notice, const nlohmann::json&)>;
 JobReply run_job(const nlohmann::json& job, const JobConfig& config, const Notify& notify);
 
 // The reply of a job whose child died (`reason`: "crashed (Segmentation fault)", "timed out after
-// 30 s", ...) given its last progress report: a scored failure for /v1/score, 422 otherwise.
+// 30 s", ...) given its last progress report: for /v1/score a scored failure when it died while
+// the answer's kernel ran, else "no score" (reward null, "infrastructure_failure"); 422 otherwise.
 JobReply died_reply(const nlohmann::json& job, const std::optional<nlohmann::json>& last_progress,
                     const std::string& reason);
 

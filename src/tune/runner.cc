@@ -100,9 +100,11 @@ std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(
 [[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::pair<int, int>>& pairs,
                              const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& progs,
                              const std::vector<std::string>& build_errors, const backend::MeasureOptions& mo,
-                             const std::vector<std::shared_ptr<const leir::TensorMap>>& inputs) {
+                             const std::vector<std::shared_ptr<const leir::TensorMap>>& inputs,
+                             const std::vector<std::unique_ptr<backend::cpu::KernelBuffers>>& prebound) {
   std::map<int, std::unique_ptr<backend::cpu::KernelBuffers>> bound;
   auto buffers = [&](int i) -> backend::cpu::KernelBuffers& {
+    if (prebound[size_t(i)]) return *prebound[size_t(i)];
     auto it = bound.find(i);
     if (it == bound.end()) it = bound.emplace(i, progs[size_t(i)]->bind(*inputs[size_t(i)])).first;
     return *it->second;
@@ -141,7 +143,7 @@ std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(
 std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
                                       const std::vector<std::pair<int, int>>& pairs,
                                       const backend::MeasureOptions& mo, uint64_t input_seed, double pair_timeout_s,
-                                      PairMeasureStats* stats) {
+                                      PairMeasureStats* stats, std::vector<leir::TensorMap>* outputs) {
   std::vector<PairResult> out(pairs.size());
   PairMeasureStats local;
   PairMeasureStats& st = stats ? *stats : local;
@@ -171,6 +173,15 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   }
 
   const auto inputs = pair_inputs(programs, pairs, progs, input_seed);
+  // Buffers the parent reads the outputs from: bound here, in shared memory, before the child
+  // starts (a binding error is left to the child, which reports it as the pair's failure).
+  std::vector<std::unique_ptr<backend::cpu::KernelBuffers>> prebound(programs.size());
+  if (outputs)
+    for (size_t i = 0; i < programs.size(); ++i)
+      if (inputs[i]) try {
+          prebound[i] = progs[i]->bind(*inputs[i]);
+        } catch (const std::exception&) {
+        }
   auto tm = Clock::now();
   size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -182,9 +193,9 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   while (start < pairs.size()) {
     sh->current.store(int32_t(start));
     pid_t pid = backend::cpu::fork_limited(int64_t{4} << 30,
-                                           [&] { child_main(sh, start, pairs, progs, errors, mo, inputs); });
+                                           [&] { child_main(sh, start, pairs, progs, errors, mo, inputs, prebound); });
     if (pid < 0) {
-      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], "fork failed"), sh->slots[k].status = 2;
+      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], kForkFailed), sh->slots[k].status = 2;
       break;
     }
     // Watchdog per comparison: the child advances `current` as it goes; one stuck comparison
@@ -229,6 +240,11 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
     r.cmp.speedup = r.cmp.b.median_ms > 0 ? r.cmp.a.median_ms / r.cmp.b.median_ms : 1;
   }
   munmap(mem, bytes);
+  if (outputs) {
+    outputs->assign(programs.size(), {});
+    for (size_t i = 0; i < programs.size(); ++i)
+      if (prebound[i]) (*outputs)[i] = progs[i]->outputs(*prebound[i]);
+  }
   st.measure_s += secs(tm);
   return out;
 }

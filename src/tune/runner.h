@@ -23,6 +23,7 @@
 
 #include "backend/measure/measure.h"
 #include "leir/ast.h"
+#include "leir/values.h"
 
 namespace steptp::tune {
 
@@ -41,11 +42,16 @@ struct PairMeasureStats {
 // Compiles every program (one batched compiler call) and times each pair (index of A, index of
 // B) with compare_interleaved in a sandboxed child, holding the timing lock. Inputs come from
 // interp::generate_inputs with `input_seed`. Never throws for a bad program: its pairs fail with
-// a message.
+// a message (kForkFailed when the measuring child could not be started: not the programs' fault).
+// With `outputs`, every program's outputs after its timed runs (its buffers are then bound
+// before the child starts, so the child writes them into shared memory), one map per program:
+// empty for a program no pair ran, meaningful for the programs of pairs that succeeded.
+inline constexpr const char* kForkFailed = "fork failed";
 std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
                                       const std::vector<std::pair<int, int>>& pairs,
                                       const backend::MeasureOptions& mo, uint64_t input_seed,
-                                      double pair_timeout_s = 20.0, PairMeasureStats* stats = nullptr);
+                                      double pair_timeout_s = 20.0, PairMeasureStats* stats = nullptr,
+                                      std::vector<leir::TensorMap>* outputs = nullptr);
 
 // The noise rule above: B is faster than A.
 bool clears_noise(const backend::Comparison& c);

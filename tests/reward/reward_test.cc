@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "dataset/dataset.h"
 #include "dataset/public_format.h"
@@ -142,11 +143,165 @@ TEST(Reward, MeasuredRewardFollowsTheSpeedup) {
   const json& a = r["answers"][0];
   ASSERT_GE(a["stages_passed"].size(), 5u) << a.dump();
   EXPECT_EQ(a["stages_passed"][4], "compiles") << a.dump();
+  // The compiled kernel's outputs were checked against the root's kernel.
+  EXPECT_TRUE(a["compiled_outputs"]["equivalent"].get<bool>()) << a.dump();
   double sp = a["speedup_vs_parent"];
-  double expect = RewardParts::kEquivalent + RewardParts::kCompiles +
-                  RewardParts::kSpeedupScale * std::clamp(std::log2(sp), -1.0, 1.0);
-  EXPECT_NEAR(a["reward"].get<double>(), expect, 1e-6);
+  // Paid only when the noise rule clears the difference (either way).
+  double speedup = a["parts"]["speedup"];
+  EXPECT_TRUE(speedup == 0 || std::abs(speedup - RewardParts::kSpeedupScale * std::clamp(std::log2(sp), -1.0, 1.0)) < 1e-9);
+  EXPECT_NEAR(a["reward"].get<double>(), RewardParts::kEquivalent + RewardParts::kCompiles + speedup, 1e-6);
+  EXPECT_EQ(a["stages_passed"].size() == 6, a["clears_noise"].get<bool>() && sp >= o.improve_threshold) << a.dump();
   EXPECT_EQ(a["measurement"]["threads"], 1);
+}
+
+// The matmul example as IR answers: the root itself and edits of its text.
+struct Matmul {
+  std::string sig = "input A: f64[8,16]\ninput C: f64[16,12]\noutput D: f64[8,12]\n";
+  std::string body = "B^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];";
+  Context ctx() const {
+    return parse_context(json{{"root_program", sig + body}, {"parent_program", sig + body}});
+  }
+  static std::string answer(const std::string& ir) { return "<answer>" + json{{"transformed_IR", ir}}.dump() + "</answer>"; }
+};
+
+TEST(Reward, NoOpEditsEarnNothing) {
+  Matmul m;
+  const Context ctx = m.ctx();
+  ScoreOptions o = no_timing();
+  o.measure = true;  // nothing may be measured: every edit stops at "differs"
+  o.measurer = [](const Context&, const leir::Program&) -> MeasuredStep {
+    ADD_FAILURE() << "a no-op edit was measured";
+    return {};
+  };
+  for (const std::string edit :
+       {"B^{8}_{i=0}L^{12}_{j=0}L^{16}_{k=0}[D^{f64,g}_{i,j}=D^{f64,g}_{i,j}+A^{f64,g}_{i,k}*C^{f64,g}_{k,j};];",  // renamed
+        "B^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+C^{f64,g}_{c,a}*A^{f64,g}_{tx,c};];",  // C*A
+        "B^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a}+0;];",  // +0
+        "B^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a}*1;];",  // *1
+        "B^{8}_{q=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{q,a}=1*(C^{f64,g}_{c,a}*A^{f64,g}_{q,c})+D^{f64,g}_{q,a}-0;];"}) {
+    json r = score(ctx, Matmul::answer(m.sig + edit), o);
+    EXPECT_EQ(r["answers"][0]["failed_stage"], "differs") << edit << "\n" << r.dump();
+    EXPECT_DOUBLE_EQ(r["reward"].get<double>(), 0.0) << edit;
+  }
+  // A list whose second step is the first renamed: a repeat.
+  const std::string par = "P^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];";
+  const std::string par2 = "P^{8}_{i=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{i,a}=D^{f64,g}_{i,a}+C^{f64,g}_{c,a}*A^{f64,g}_{i,c};];";
+  json r = score(ctx, "<answer>" + json::array({{{"transformed_IR", m.sig + par}}, {{"transformed_IR", m.sig + par2}}}).dump() +
+                          "</answer>", no_timing());
+  EXPECT_TRUE(r["answers"][0]["failed_stage"].is_null()) << r.dump();
+  EXPECT_EQ(r["answers"][1]["failed_stage"], "differs") << r.dump();
+}
+
+// A measured step with chosen timings (no kernel runs): `sp` the speedup over the parent with
+// coefficient of variation `cv` over `n` repeats for both.
+MeasuredStep fake_timing(double sp, double cv, int n) {
+  MeasuredStep m;
+  m.ok = m.compiled = true;
+  backend::TimingStats parent{.median_ms = 1.0, .min_ms = 1.0, .max_ms = 1.0, .cv = cv, .repeats = n};
+  backend::TimingStats cand = parent;
+  cand.median_ms = cand.min_ms = cand.max_ms = 1.0 / sp;
+  m.vs_parent = m.vs_root = {parent, cand, sp};
+  return m;
+}
+
+TEST(Reward, SpeedupIsPaidOnlyWhenItClearsTheNoise) {
+  Matmul m;
+  const std::string par = "P^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];";
+  const double base = RewardParts::kEquivalent + RewardParts::kCompiles;
+  struct Case {
+    double sp, cv;
+    int n;
+    double speedup_part;
+    bool faster;
+  } cases[] = {
+      {1.04, 0.05, 5, 0, false},     // 4 % faster, standard error 3.2 %: within the noise
+      {1.5, 0.01, 20, RewardParts::kSpeedupScale * std::log2(1.5), true},
+      {1.03, 0.001, 50, RewardParts::kSpeedupScale * std::log2(1.03), false},  // real, below the 1.05 threshold
+      {0.97, 0.05, 5, 0, false},     // 3 % slower within the noise: no penalty either
+      {0.5, 0.01, 20, -RewardParts::kSpeedupScale, false},  // really twice as slow
+  };
+  for (const auto& c : cases) {
+    ScoreOptions o = no_timing();
+    o.measure = true;
+    o.measurer = [&](const Context&, const leir::Program&) { return fake_timing(c.sp, c.cv, c.n); };
+    json r = score(m.ctx(), Matmul::answer(m.sig + par), o);
+    const json& a = r["answers"][0];
+    EXPECT_NEAR(a["parts"]["speedup"].get<double>(), c.speedup_part, 1e-9) << c.sp << " " << a.dump();
+    EXPECT_NEAR(a["reward"].get<double>(), base + c.speedup_part, 1e-6) << c.sp;
+    EXPECT_EQ(a["failed_stage"].is_null(), c.faster) << c.sp << " " << a.dump();
+  }
+}
+
+// The first statement of `p` stores one more than it says: a kernel that does not compute the
+// program that was verified (as a code generation bug would give).
+leir::Program off_by_one(leir::Program p) {
+  std::vector<leir::Item>* items = &p.body;
+  while (items->front().is_nest()) items = &items->front().nest.body;
+  leir::Stmt& s = items->front().stmt;
+  s.rhs = leir::make_binary(leir::BinaryOp::Add, s.rhs, leir::make_number(1));
+  return p;
+}
+
+TEST(Reward, CompiledOutputsThatDifferFromTheRootsEarnTheFailureReward) {
+  Matmul m;
+  const std::string par = "P^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];";
+  ScoreOptions o = no_timing();
+  o.measure = true;
+  // Real compilation, runs and output comparison; only the timed kernel is not the verified one.
+  o.measurer = [](const Context& c, const leir::Program& cand) {
+    return measure_step(c.root, c.parent, off_by_one(cand), {});
+  };
+  json r = score(m.ctx(), Matmul::answer(m.sig + par), o);
+  const json& a = r["answers"][0];
+  EXPECT_EQ(a["failed_stage"], "equivalent") << a.dump();
+  EXPECT_EQ(a["compiled_outputs"]["class"], "failed") << a.dump();
+  EXPECT_NE(a["reason"].get<std::string>().find("compiled kernel's outputs differ"), std::string::npos);
+  EXPECT_DOUBLE_EQ(r["reward"].get<double>(), RewardParts::kNotEquivalent);
+  EXPECT_DOUBLE_EQ(a["parts"]["speedup"].get<double>(), 0.0);
+  // The same with the verified kernel: checked and passed.
+  o.measurer = [](const Context& c, const leir::Program& cand) { return measure_step(c.root, c.parent, cand, {}); };
+  r = score(m.ctx(), Matmul::answer(m.sig + par), o);
+  EXPECT_EQ(r["answers"][0]["compiled_outputs"]["class"], "exact") << r.dump();
+  EXPECT_GE(r["reward"].get<double>(), RewardParts::kEquivalent + RewardParts::kCompiles - RewardParts::kSpeedupScale);
+}
+
+TEST(Reward, InfrastructureFailuresAreNoScore) {
+  Matmul m;
+  const std::string par = "P^{8}_{tx=0}L^{12}_{a=0}L^{16}_{c=0}[D^{f64,g}_{tx,a}=D^{f64,g}_{tx,a}+A^{f64,g}_{tx,c}*C^{f64,g}_{c,a};];";
+  ScoreOptions o = no_timing();
+  o.measure = true;
+  o.measurer = [](const Context&, const leir::Program&) -> MeasuredStep {
+    throw std::runtime_error("the machine's timing lock was not obtained");
+  };
+  json r = score(m.ctx(), Matmul::answer(m.sig + par), o);
+  EXPECT_TRUE(r["reward"].is_null()) << r.dump();
+  EXPECT_EQ(r["infrastructure_failure"], "the machine's timing lock was not obtained");
+  EXPECT_EQ(r["failed_stage"], kNoScore);
+  EXPECT_TRUE(r["answers"][0]["reward"].is_null());
+  EXPECT_EQ(r["answers"][0]["failed_stage"], kNoScore);
+  o.measurer = [](const Context&, const leir::Program&) {
+    MeasuredStep s;
+    s.infrastructure = true;
+    s.error = "fork failed";
+    return s;
+  };
+  // In a list: the steps before are judged and reported, the reply is still no score.
+  json first = {{"transformed_IR", m.sig + par}};
+  r = score(m.ctx(), "<answer>" + json::array({first, first}).dump() + "</answer>", o);
+  EXPECT_TRUE(r["reward"].is_null()) << r.dump();
+  EXPECT_EQ(r["infrastructure_failure"], "fork failed");
+  EXPECT_EQ(r["answers"].size(), 1u);
+  EXPECT_EQ(r["unscored"], 1);
+  // A kernel that fails to run is the answer's: a scored failure.
+  o.measurer = [](const Context&, const leir::Program&) {
+    MeasuredStep s;
+    s.compiled = true;
+    s.error = "crashed (Segmentation fault)";
+    return s;
+  };
+  r = score(m.ctx(), Matmul::answer(m.sig + par), o);
+  EXPECT_EQ(r["answers"][0]["failed_stage"], "compiles");
+  EXPECT_DOUBLE_EQ(r["reward"].get<double>(), RewardParts::kEquivalent);
 }
 
 TEST(Reward, ContextErrorsNameTheField) {

@@ -81,6 +81,26 @@ class Clients(unittest.TestCase):
                                           steptp_measure=False)
         self.assertEqual(out, [0.1, -1.0, -0.5, 0.1])
 
+    # ---- no score: a job out of time while verifying is not a wrong answer ----
+    def test_no_score_is_none(self):
+        exe = os.environ["STEPTP_EXE"]
+        server = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
+                                   "--job-timeout", "1", "--peaks", "none"], stdout=subprocess.PIPE, text=True)
+        try:
+            url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
+            # A dead nest the interpreter needs far longer than the job's second to run.
+            at = self.matmul.index("B^{8}")
+            slow = self.matmul[:at] + "L^{200000000}_{r=0}[T^{f64,g}_{0}=A^{f64,g}_{0,0};];" + self.matmul[at:]
+            answer = "<answer>%s</answer>" % json.dumps({"transformed_IR": slow})
+            self.assertIsNone(steptp_reward.compute_score("steptp", answer, self.context, {}, url=url))
+            out = steptp_reward.steptp_reward(completions=[answer, "garbage"], reward_context=[self.context] * 2,
+                                              url=url)
+            self.assertEqual(out, [None, -1.0])
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            server.stdout.close()
+
     def test_trl_batches_larger_than_one_request(self):
         n = 70  # two /v1/score/batch requests (64 + 6)
         out = steptp_reward.steptp_reward(completions=["x"] * (n - 1) + [self.parallel],
