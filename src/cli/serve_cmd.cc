@@ -1,15 +1,22 @@
 // steptp serve [--host 127.0.0.1] [--port N] [--workers W] ...: the verification and reward
 // service (docs/serve.md, docs/openapi.yaml). `steptp serve-worker` is its worker process,
 // started by the server itself with the same job settings (not meant to be run by hand).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
+#include "reward/timing.h"
 #include "serve/server.h"
 #include "serve/worker.h"
+#include "tune/timing_lock.h"
 
 namespace steptp::cli {
 namespace {
@@ -34,6 +41,12 @@ struct JobSettings {
                    "machine peaks cache (default ~/.cache/steptp/peaks.json; 'none': no implausibility check)");
     sub.add_flag("--fault-injection", config.fault_injection,
                  "TESTS ONLY: honour a score request's \"fault\" (crash, hang, oom in the sandbox)");
+    sub.add_flag("--require-sandbox", limits.require_sandbox,
+                 "refuse to start unless every sandbox layer applies (docs/serve.md, Isolation)");
+    sub.add_option("--max-pids", limits.max_pids, "processes and threads one job may hold (default 128)")
+        ->check(CLI::Range(16, 1 << 20));
+    sub.add_option("--sandbox-uid", limits.sandbox_uid, "uid jobs run as (default 65534, nobody)");
+    sub.add_option("--sandbox-gid", limits.sandbox_gid, "gid jobs run as (default 65534, nogroup)");
   }
   void resolve() {
     limits.memory_bytes = memory_mib << 20;
@@ -47,6 +60,10 @@ struct JobSettings {
                                   "--measure-min-time", std::to_string(config.measure_min_time),
                                   "--peaks", config.peaks_path.empty() ? "none" : config.peaks_path};
     if (config.fault_injection) a.push_back("--fault-injection");
+    a.insert(a.end(), {"--max-pids", std::to_string(limits.max_pids), "--sandbox-uid",
+                       std::to_string(limits.sandbox_uid), "--sandbox-gid", std::to_string(limits.sandbox_gid)});
+    if (limits.require_sandbox) a.push_back("--require-sandbox");
+    if (!limits.sandbox_dir.empty()) a.insert(a.end(), {"--sandbox-dir", limits.sandbox_dir});
     return a;
   }
 };
@@ -55,6 +72,46 @@ std::string default_peaks_path() {
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/peaks.json";
 }
+
+// The server's sandbox directory (worker.h WorkerLimits::sandbox_dir), removed when the server
+// exits: 0711, so the sandbox uid reaches only what is handed to it beneath; "kernels" (the jobs'
+// kernel cache, which the compiler writes as that uid) and a read-only copy of the machine peaks
+// cache, measured here as the server's user first when missing: a job could neither read the
+// server's own cache (under a private home) nor be trusted to write it.
+class SandboxDir {
+ public:
+  SandboxDir(serve::JobConfig& config, serve::WorkerLimits& limits) {
+    namespace fs = std::filesystem;
+    std::string tmpl = (fs::temp_directory_path() / "steptp-serve-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the sandbox directory in " + tmpl);
+    path_ = tmpl;
+    chmod(path_.c_str(), 0711);
+    const std::string kernels = path_ + "/kernels";
+    if (mkdir(kernels.c_str(), 0700) != 0 ||
+        (geteuid() == 0 && chown(kernels.c_str(), limits.sandbox_uid, limits.sandbox_gid) != 0))
+      throw std::runtime_error("cannot prepare the jobs' kernel cache " + kernels);
+    if (!config.peaks_path.empty()) {
+      {
+        tune::TimedSection timed(config.measure_threads);
+        reward::cached_peaks(config.peaks_path, config.measure_threads);
+      }
+      const std::string copy = path_ + "/peaks.json";
+      fs::copy_file(config.peaks_path, copy);
+      chmod(copy.c_str(), 0644);
+      config.peaks_path = copy;
+    }
+    limits.sandbox_dir = path_;
+  }
+  ~SandboxDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  SandboxDir(const SandboxDir&) = delete;
+  SandboxDir& operator=(const SandboxDir&) = delete;
+
+ private:
+  std::string path_;
+};
 
 std::string self_exe() {
   char buf[4096];
@@ -76,9 +133,16 @@ RegisterCommand serve_cmd{{"serve", "HTTP verification and reward service for RL
   sub.add_option("--threads", o->threads, "HTTP connection threads (default 64)")->check(CLI::Range(4, 4096));
   sub.add_option("--max-body", o->max_body_bytes, "request body limit in bytes (default 4 MiB; larger: 413)")
       ->check(CLI::Range(1024, 1 << 30));
+  auto no_sandbox = std::make_shared<bool>(false);
+  sub.add_flag("--no-sandbox", *no_sandbox,
+               "run jobs without the sandbox (rlimits and the network namespace only; to measure its cost)");
   js->add(sub);
-  return [o, js]() -> int {
+  return [o, js, no_sandbox]() -> int {
     js->resolve();
+    if (*no_sandbox && js->limits.require_sandbox)
+      throw std::runtime_error("--no-sandbox contradicts --require-sandbox");
+    std::optional<SandboxDir> dir;
+    if (!*no_sandbox) dir.emplace(js->config, js->limits);
     o->worker_argv = {self_exe(), "serve-worker"};
     for (auto& a : js->argv()) o->worker_argv.push_back(a);
     return serve::run_server(*o, [](const std::string& url) {
@@ -91,6 +155,7 @@ RegisterCommand worker_cmd{{"serve-worker", "internal: a worker process of `step
                             [](CLI::App& sub) {
   auto js = std::make_shared<JobSettings>();
   js->add(sub);
+  sub.add_option("--sandbox-dir", js->limits.sandbox_dir, "the server's sandbox directory (none: no sandbox)");
   return [js]() -> int {
     js->resolve();
     return serve::worker_main(0, 1, js->config, js->limits);

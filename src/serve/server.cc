@@ -56,11 +56,13 @@ class Service {
     post(svr, "/v1/score/batch", [this](const json& body, const json& rid) { return batch(body, rid); });
     svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       send(res, 200, {{"status", "ok"}, {"workers", pool_.workers()}, {"queued", pool_.queued()},
-                      {"running", pool_.running()}, {"network_isolated", pool_.network_isolated()}});
+                      {"running", pool_.running()}, {"network_isolated", pool_.network_isolated()},
+                      {"sandbox", pool_.sandbox()}});
       metrics_.request("/health", 200, 0);
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_.text(pool_.queued(), pool_.running(), pool_.restarts(), pool_.workers()),
+      res.set_content(metrics_.text(pool_.queued(), pool_.running(), pool_.restarts(), pool_.workers()) +
+                          pool_.sandbox_metrics(),
                       "text/plain; version=0.0.4");
     });
     for (const char* p : {"/health", "/metrics"})

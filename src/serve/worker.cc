@@ -1,6 +1,7 @@
 // The worker process loop and its sandboxed job children (see worker.h).
 #include "serve/worker.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -9,16 +10,22 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "backend/cpu/sandbox.h"
+#include "backend/sandbox/pids_cgroup.h"
+#include "backend/sandbox/profile.h"
 #include "serve/frames.h"
+#include "tune/timing_lock.h"
 
 namespace steptp::serve {
 namespace {
 
 using nlohmann::json;
+namespace sb = backend::sandbox;
 
 constexpr int kExitOom = 3, kExitError = 4;
 
@@ -27,17 +34,80 @@ void limit(int resource, rlim_t value) {
   setrlimit(resource, &rl);
 }
 
+// The worker's side of one job's sandbox: its private directory and pids cgroup, made before the
+// job child is forked and removed (with anything left in them) after it is gone.
+struct JobSandbox {
+  std::string dir;
+  std::unique_ptr<sb::PidsCgroup> cgroup;
+  std::string no_cgroup;  // why there is none
+  ~JobSandbox() {
+    cgroup.reset();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+// What the worker knows before any job: the network namespace and (probe_layers) which layers
+// the kernel grants.
+struct WorkerState {
+  bool network_isolated = false;
+  sb::LayerReport probed;
+};
+
+// The lock files a job takes (tune/timing_lock.h), created by the (root) worker so that Landlock
+// can name them and the job, as the sandbox uid, can open them.
+std::vector<std::string> lock_files() {
+  const std::string path = tune::timing_lock_path();
+  if (path.empty()) return {};
+  return {path, path + ".cpu"};
+}
+
+std::unique_ptr<JobSandbox> prepare_sandbox(const WorkerLimits& lim) {
+  auto s = std::make_unique<JobSandbox>();
+  if (lim.sandbox_dir.empty()) return s;
+  s->dir = sb::make_job_dir(lim.sandbox_dir, lim.sandbox_uid, lim.sandbox_gid);
+  s->cgroup = sb::PidsCgroup::create(lim.max_pids, &s->no_cgroup);
+  return s;
+}
+
+// In the job child: every layer of the job profile, reported. A job sandbox without a
+// directory is the unsandboxed mode (sandbox_dir empty): nothing applies.
+sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, const WorkerLimits& lim,
+                              const WorkerState& w) {
+  if (lim.sandbox_dir.empty()) return {};
+  std::string why = s.cgroup ? s.cgroup->join() : s.no_cgroup;
+  sb::JobProfile p{.uid = lim.sandbox_uid, .gid = lim.sandbox_gid, .job_dir = s.dir, .extra_paths = {}};
+  p.extra_paths.push_back({lim.sandbox_dir + "/kernels", sb::Access::Full});
+  if (!config.peaks_path.empty()) p.extra_paths.push_back({config.peaks_path, sb::Access::Read});
+  for (const auto& f : lock_files()) p.extra_paths.push_back({f, sb::Access::ReadWrite});
+  sb::LayerReport r = sb::apply_job_profile(p);
+  r.set("pids_cgroup", why.empty(), why);
+  r.set("net_ns", w.network_isolated, w.network_isolated ? "" : "the worker could not enter a network namespace");
+  // The kernel-run children's own layer, as the worker's probe found it.
+  r.set("seccomp_kernel", w.probed.applied("seccomp_kernel"), w.probed.reason("seccomp_kernel"));
+  sb::set_kernel_profile_for_children(true);
+  return r;
+}
+
 // Body of the sandboxed child: run the job, report progress and the reply on `fd`.
-[[noreturn]] void child_main(int fd, const json& job, const JobConfig& config, const WorkerLimits& lim) {
+[[noreturn]] void child_main(int fd, const json& job, const JobConfig& config, const WorkerLimits& lim,
+                             const JobSandbox& s, const WorkerState& w) {
   // Its own process group, so the worker can end it with everything it started (the measuring
   // child, compilers), which would otherwise outlive it and hold the machine lock.
   setpgid(0, 0);
   limit(RLIMIT_CPU, rlim_t(std::ceil(lim.job_timeout_s + lim.measure_timeout_s)) + 5);
   limit(RLIMIT_NOFILE, rlim_t(lim.max_open_files));
   limit(RLIMIT_FSIZE, rlim_t(lim.max_file_bytes));
+  sb::LayerReport r = enter_sandbox(s, config, lim, w);
+  if (lim.require_sandbox && !r.complete()) {
+    std::string missing;
+    for (const auto& [layer, why] : r.missing()) missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", layer, why);
+    write_frame(fd, 'R', json{{"status", 503}, {"body", {{"error", "sandbox incomplete: " + missing}}}}.dump());
+    _exit(0);
+  }
   try {
-    JobReply r = run_job(job, config, [&](Notice n, const json& j) { write_frame(fd, char(n), j.dump()); });
-    write_frame(fd, 'R', json{{"status", r.status}, {"body", r.body}}.dump());
+    JobReply reply = run_job(job, config, [&](Notice n, const json& j) { write_frame(fd, char(n), j.dump()); });
+    write_frame(fd, 'R', json{{"status", reply.status}, {"body", reply.body}}.dump());
     _exit(0);
   } catch (const std::bad_alloc&) {
     _exit(kExitOom);
@@ -46,13 +116,32 @@ void limit(int resource, rlim_t value) {
   }
 }
 
-json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLimits& lim) {
+// Forks the job child with the worker's pipes to the server replaced by /dev/null (a job must not
+// read other jobs or write replies of its own) and `body` run after the sandbox is entered.
+pid_t fork_job(int report_fd, int read_end, const WorkerLimits& lim, const std::function<void()>& body) {
+  return backend::cpu::fork_limited(
+      lim.memory_bytes,
+      [&] {
+        close(read_end);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd : {0, 1})
+          if (fd != report_fd) dup2(null, fd);
+        body();
+        _exit(kExitError);
+      },
+      !lim.sandbox_dir.empty());
+}
+
+json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLimits& lim, const WorkerState& w) {
+  std::unique_ptr<JobSandbox> s;
+  try {
+    s = prepare_sandbox(lim);
+  } catch (const std::exception& e) {
+    return {{"status", 503}, {"body", {{"error", e.what()}}}};
+  }
   int p[2];
   if (pipe(p) != 0) return {{"status", 503}, {"body", {{"error", "cannot create a pipe"}}}};
-  pid_t pid = backend::cpu::fork_limited(lim.memory_bytes, [&] {
-    close(p[0]);
-    child_main(p[1], job, config, lim);
-  });
+  pid_t pid = fork_job(p[1], p[0], lim, [&] { child_main(p[1], job, config, lim, *s, w); });
   close(p[1]);
   if (pid < 0) {
     close(p[0]);
@@ -96,6 +185,52 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
   return {{"status", r.status}, {"body", r.body}};
 }
 
+// Which layers this machine grants: a job child that enters the sandbox as every job does and
+// forks a kernel-run child, each reporting what applied.
+sb::LayerReport probe_layers(const JobConfig& config, const WorkerLimits& lim, const WorkerState& w) {
+  sb::LayerReport failed;
+  std::unique_ptr<JobSandbox> s;
+  try {
+    s = prepare_sandbox(lim);
+  } catch (const std::exception& e) {
+    failed.set("job_dir", false, e.what());
+    return failed;
+  }
+  int p[2];
+  if (pipe(p) != 0) return failed;
+  pid_t pid = fork_job(p[1], p[0], lim, [&] {
+    sb::LayerReport r = enter_sandbox(*s, config, lim, w);
+    r.set("seccomp_kernel", false, "the kernel-run child did not report");
+    int q[2];
+    if (pipe(q) == 0) {
+      pid_t kid = backend::cpu::fork_limited(lim.memory_bytes, [&] {
+        write_frame(q[1], 'K', sb::kernel_profile_report().to_json().dump());
+        _exit(0);
+      });
+      close(q[1]);
+      if (auto k = read_frame(q[0], now_ms() + 10000)) {
+        auto kr = sb::LayerReport::from_json(json::parse(k->payload, nullptr, false));
+        r.set("seccomp_kernel", kr.applied("seccomp_kernel"), kr.reason("seccomp_kernel"));
+      }
+      if (kid > 0) waitpid(kid, nullptr, 0);
+    }
+    write_frame(p[1], 'L', r.to_json().dump());
+    _exit(0);
+  });
+  close(p[1]);
+  if (pid < 0) {
+    close(p[0]);
+    failed.set("pid_ns", false, fmt::format("fork failed: {}", std::strerror(errno)));
+    return failed;
+  }
+  auto f = read_frame(p[0], now_ms() + 30000);
+  close(p[0]);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  if (!f) return failed;
+  return sb::LayerReport::from_json(json::parse(f->payload, nullptr, false));
+}
+
 }  // namespace
 
 int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimits& limits) {
@@ -103,12 +238,29 @@ int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimi
   // The server handles SIGINT/SIGTERM and stops its workers by closing their pipes.
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
-  bool isolated = unshare(CLONE_NEWNET) == 0;
-  if (!write_frame(out_fd, 'H', json{{"network_isolated", isolated}}.dump())) return 1;
+  WorkerState w;
+  w.network_isolated = unshare(CLONE_NEWNET) == 0;
+  json hello = {{"network_isolated", w.network_isolated}};
+  if (!limits.sandbox_dir.empty()) {
+    // The jobs' kernel cache: the server's, writable by the sandbox uid (docs/serve.md).
+    setenv("STEPTP_CACHE_DIR", (limits.sandbox_dir + "/kernels").c_str(), 1);
+    for (const auto& f : lock_files()) close(open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    w.probed = probe_layers(config, limits, w);
+    hello["sandbox"] = w.probed.to_json();
+    if (limits.require_sandbox && !w.probed.complete()) {
+      std::string missing;
+      for (const auto& [layer, why] : w.probed.missing())
+        missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", layer, why);
+      hello["error"] = "--require-sandbox: the sandbox is incomplete on this machine: " + missing;
+      write_frame(out_fd, 'H', hello.dump());
+      return 1;
+    }
+  }
+  if (!write_frame(out_fd, 'H', hello.dump())) return 1;
   while (auto f = read_frame(in_fd)) {
     json job = json::parse(f->payload, nullptr, false);
     json reply = job.is_discarded() ? json{{"status", 400}, {"body", {{"error", "malformed job"}}}}
-                                    : run_sandboxed_job(job, config, limits);
+                                    : run_sandboxed_job(job, config, limits, w);
     if (!write_frame(out_fd, 'R', reply.dump())) return 1;
   }
   return 0;

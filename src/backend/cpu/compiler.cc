@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -83,22 +84,25 @@ std::string default_cache_dir() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/kernels";
 }
 
+std::string unique_tmp(const std::string& dir, std::string_view ext) {
+  static std::atomic<uint64_t> counter{0};
+  // Sandboxed serve jobs share one cache and each is pid 1 of its own PID namespace: the pid
+  // alone does not tell their files apart, a per-process random tag does.
+  static const uint64_t tag = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  return fmt::format("{}/tmp-{}-{:016x}-{}{}", dir, getpid(), tag, counter++, ext);
+}
+
 std::string compiler_version(const std::string& compiler, const std::string& dir) {
   static std::mutex mu;
   static std::map<std::string, std::string> memo;
   std::lock_guard lock(mu);
   auto it = memo.find(compiler);
   if (it != memo.end()) return it->second;
-  std::string log = fmt::format("{}/version-{}.txt", dir, getpid());
+  std::string log = unique_tmp(dir, ".version.txt");
   run_process({compiler, "--version"}, log);
   std::string v = read_file(log);
   fs::remove(log);
   return memo[compiler] = v;
-}
-
-std::string unique_tmp(const std::string& dir, std::string_view ext) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}/tmp-{}-{}{}", dir, getpid(), counter++, ext);
 }
 
 // Loaded kernels of this process, by key: a kernel is dlopen'ed once. Deliberately leaked: no

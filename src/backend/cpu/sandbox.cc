@@ -1,6 +1,7 @@
 #include "backend/cpu/sandbox.h"
 
 #include <omp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+
+#include "backend/sandbox/profile.h"
 
 namespace steptp::backend::cpu {
 
@@ -41,17 +44,22 @@ constexpr int kExitOom = 3;
 
 }  // namespace
 
-pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child) {
+pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child, bool new_pid_namespace) {
   const int64_t vm_limit = current_vm_bytes() + extra_vm_bytes;
+  const bool kernel_profile = sandbox::kernel_profile_for_children();
   pid_t pid = -1;
   int fork_errno = 0;
   std::thread helper([&] {
+    // Only this helper thread's children enter the new namespace; a refusal leaves the child in
+    // ours (the job profile reports it).
+    if (new_pid_namespace) unshare(CLONE_NEWPID);
     pid = fork();
     if (pid == 0) {
       rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
       setrlimit(RLIMIT_AS, &rl);
       rlimit core{0, 0};
       setrlimit(RLIMIT_CORE, &core);
+      if (kernel_profile) sandbox::apply_kernel_profile();
       child();
       _exit(1);
     }
