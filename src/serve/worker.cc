@@ -73,10 +73,14 @@ std::unique_ptr<JobSandbox> prepare_sandbox(const WorkerLimits& lim) {
 // In the job child: every layer of the job profile, reported. A job sandbox without a
 // directory is the unsandboxed mode (sandbox_dir empty): nothing applies.
 sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, const WorkerLimits& lim,
-                              const WorkerState& w) {
+                              const WorkerState& w, bool pid_ns) {
   if (lim.sandbox_dir.empty()) return {};
   std::string why = s.cgroup ? s.cgroup->join() : s.no_cgroup;
-  sb::JobProfile p{.uid = lim.sandbox_uid, .gid = lim.sandbox_gid, .job_dir = s.dir, .extra_paths = {}};
+  sb::JobProfile p{.uid = lim.sandbox_uid,
+                   .gid = lim.sandbox_gid,
+                   .job_dir = s.dir,
+                   .extra_paths = {},
+                   .in_new_pid_namespace = pid_ns};
   p.extra_paths.push_back({lim.sandbox_dir + "/kernels", sb::Access::Full});
   if (!config.peaks_path.empty()) p.extra_paths.push_back({config.peaks_path, sb::Access::Read});
   for (const auto& f : lock_files()) p.extra_paths.push_back({f, sb::Access::ReadWrite});
@@ -91,14 +95,11 @@ sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, cons
 
 // Body of the sandboxed child: run the job, report progress and the reply on `fd`.
 [[noreturn]] void child_main(int fd, const json& job, const JobConfig& config, const WorkerLimits& lim,
-                             const JobSandbox& s, const WorkerState& w) {
-  // Its own process group, so the worker can end it with everything it started (the measuring
-  // child, compilers), which would otherwise outlive it and hold the machine lock.
-  setpgid(0, 0);
+                             const JobSandbox& s, const WorkerState& w, bool pid_ns) {
   limit(RLIMIT_CPU, rlim_t(std::ceil(lim.job_timeout_s + lim.measure_timeout_s)) + 5);
   limit(RLIMIT_NOFILE, rlim_t(lim.max_open_files));
   limit(RLIMIT_FSIZE, rlim_t(lim.max_file_bytes));
-  sb::LayerReport r = enter_sandbox(s, config, lim, w);
+  sb::LayerReport r = enter_sandbox(s, config, lim, w, pid_ns);
   if (lim.require_sandbox && !r.complete()) {
     std::string missing;
     for (const auto& [layer, why] : r.missing()) missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", layer, why);
@@ -117,22 +118,57 @@ sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, cons
 }
 
 // Forks the job child with the worker's pipes to the server replaced by /dev/null (a job must not
-// read other jobs or write replies of its own) and `body` run after the sandbox is entered.
-pid_t fork_job(int report_fd, int read_end, const WorkerLimits& lim, const std::function<void()>& body) {
+// read other jobs or write replies of its own); `body(pid_ns)` runs in it. In a new PID namespace
+// the forked child stays that namespace's init and runs the job as its only child: the kernel
+// ignores the signals an init sends itself (raise(SIGSEGV), abort, SIGXCPU), which would hide
+// how the job ended; the init passes the job's wait status on in an 'X' frame {"status"}.
+pid_t fork_job(int report_fd, int read_end, const WorkerLimits& lim, const std::function<void(bool)>& body) {
   return backend::cpu::fork_limited(
       lim.memory_bytes,
       [&] {
         close(read_end);
+        // Its own process group, so the worker can end it with everything it started (the
+        // measuring child, compilers), which would otherwise outlive it and hold the machine lock.
+        setpgid(0, 0);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd : {0, 1})
           if (fd != report_fd) dup2(null, fd);
-        body();
-        _exit(kExitError);
+        if (getpid() != 1) {
+          body(false);
+          _exit(kExitError);
+        }
+        pid_t job = fork();
+        if (job == 0) {
+          body(true);
+          _exit(kExitError);
+        }
+        int status = 0;
+        pid_t w = 0;
+        while (job > 0 && (w = waitpid(-1, &status, 0)) != job)  // also reaps the job's orphans
+          if (w < 0 && errno != EINTR) break;
+        write_frame(report_fd, 'X', json{{"status", job > 0 && w == job ? status : (kExitError << 8)}}.dump());
+        _exit(0);
       },
       !lim.sandbox_dir.empty());
 }
 
-json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLimits& lim, const WorkerState& w) {
+// A job child that has replied, reaped after its reply went out: its exit waits for the teardown
+// of its mount namespace (an RCU grace period, ~5 ms), which the reply need not wait for.
+struct Replied {
+  pid_t pid = -1;
+  std::unique_ptr<JobSandbox> sandbox;
+  void reap() {
+    if (pid <= 0) return;
+    kill(-pid, SIGKILL);  // the child's work is done (even if it did not end itself), and what it left behind
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    sandbox.reset();
+    pid = -1;
+  }
+};
+
+json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLimits& lim, const WorkerState& w,
+                       Replied& replied) {
   std::unique_ptr<JobSandbox> s;
   try {
     s = prepare_sandbox(lim);
@@ -141,7 +177,7 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
   }
   int p[2];
   if (pipe(p) != 0) return {{"status", 503}, {"body", {{"error", "cannot create a pipe"}}}};
-  pid_t pid = fork_job(p[1], p[0], lim, [&] { child_main(p[1], job, config, lim, *s, w); });
+  pid_t pid = fork_job(p[1], p[0], lim, [&](bool pid_ns) { child_main(p[1], job, config, lim, *s, w, pid_ns); });
   close(p[1]);
   if (pid < 0) {
     close(p[0]);
@@ -149,6 +185,7 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
   }
   std::optional<json> last;
   std::optional<json> reply;
+  std::optional<int> job_status;  // from the namespace's init ('X'), else from waitpid
   int64_t deadline = now_ms() + int64_t(lim.job_timeout_s * 1000);
   double budget_s = lim.job_timeout_s;
   bool timed_out = false;
@@ -164,16 +201,21 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
         budget_s = lim.measure_timeout_s;
         break;
       case 'R': reply = j; break;
+      case 'X': job_status = j.value("status", 0); break;
       default: break;
     }
   }
   close(p[0]);
+  if (reply && !reply->is_discarded()) {
+    replied = {pid, std::move(s)};
+    return *reply;
+  }
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   kill(-pid, SIGKILL);  // whatever the job left behind
-  if (reply && !reply->is_discarded()) return *reply;
+  if (job_status) status = *job_status;
   std::string why;
   if (timed_out) why = fmt::format("timed out after {:g} s", budget_s);
   else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) why = "CPU time limit exceeded";
@@ -198,8 +240,8 @@ sb::LayerReport probe_layers(const JobConfig& config, const WorkerLimits& lim, c
   }
   int p[2];
   if (pipe(p) != 0) return failed;
-  pid_t pid = fork_job(p[1], p[0], lim, [&] {
-    sb::LayerReport r = enter_sandbox(*s, config, lim, w);
+  pid_t pid = fork_job(p[1], p[0], lim, [&](bool pid_ns) {
+    sb::LayerReport r = enter_sandbox(*s, config, lim, w, pid_ns);
     r.set("seccomp_kernel", false, "the kernel-run child did not report");
     int q[2];
     if (pipe(q) == 0) {
@@ -259,9 +301,12 @@ int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimi
   if (!write_frame(out_fd, 'H', hello.dump())) return 1;
   while (auto f = read_frame(in_fd)) {
     json job = json::parse(f->payload, nullptr, false);
+    Replied replied;
     json reply = job.is_discarded() ? json{{"status", 400}, {"body", {{"error", "malformed job"}}}}
-                                    : run_sandboxed_job(job, config, limits, w);
-    if (!write_frame(out_fd, 'R', reply.dump())) return 1;
+                                    : run_sandboxed_job(job, config, limits, w, replied);
+    bool sent = write_frame(out_fd, 'R', reply.dump());
+    replied.reap();
+    if (!sent) return 1;
   }
   return 0;
 }

@@ -36,7 +36,8 @@ struct SandboxResult {
 // Forks a child from a fresh helper thread (see above) whose address space may grow by
 // `extra_vm_bytes` and which writes no core file; the child runs `child`, which must end with
 // _exit. With `new_pid_namespace` the child is the init of a new PID namespace where the kernel
-// allows it (root): everything it starts dies with it and it sees no other process. In a process
+// allows it (root): everything it starts dies with it and it sees no other process; it is then
+// forked from the calling thread, which must not have run OpenMP regions. In a process
 // that enabled sandbox::set_kernel_profile_for_children (a serve job) the child runs `child`
 // under the kernel-run profile (backend/sandbox/profile.h). Returns the child's pid, or -1 with
 // errno set.

@@ -26,12 +26,12 @@ LayerReport g_kernel_report;  // set in the (single-threaded) kernel-run child o
 
 std::string errno_text(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
 
-// A private mount namespace (nothing mounted here reaches the host) with a /proc of this PID
-// namespace, when this process is its init: without it /proc would list the host's processes.
-std::string enter_mount_namespace(bool pid_ns_init) {
+// A private mount namespace (nothing mounted here reaches the host) with a /proc of this
+// process's new PID namespace: without it /proc would list the host's processes.
+std::string enter_mount_namespace(bool pid_ns) {
   if (unshare(CLONE_NEWNS) != 0) return errno_text("unshare(CLONE_NEWNS)");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno_text("making mounts private");
-  if (pid_ns_init && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+  if (pid_ns && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
     return errno_text("mounting /proc of the PID namespace");
   return {};
 }
@@ -78,9 +78,9 @@ std::vector<PathRule> system_paths() {
 
 LayerReport apply_job_profile(const JobProfile& p) {
   LayerReport r;
-  const bool pid_init = getpid() == 1;
-  r.set("pid_ns", pid_init, pid_init ? "" : "the job is not the init of a new PID namespace (unshare refused)");
-  std::string why = enter_mount_namespace(pid_init);
+  const bool pid_ns = p.in_new_pid_namespace;
+  r.set("pid_ns", pid_ns, pid_ns ? "" : "the kernel refused a new PID namespace (unshare(CLONE_NEWPID))");
+  std::string why = enter_mount_namespace(pid_ns);
   r.set("mount_ns", why.empty(), why);
 
   if (!p.job_dir.empty() && chdir(p.job_dir.c_str()) == 0) {

@@ -30,6 +30,7 @@ struct JobProfile {
   gid_t gid = 65534;  // nogroup
   std::string job_dir;                // the job's private directory: cwd, TMPDIR, fully writable
   std::vector<PathRule> extra_paths;  // what else the job needs (kernel cache, timing locks, peaks)
+  bool in_new_pid_namespace = false;  // the caller made one for this process (reported as pid_ns)
 };
 
 // The toolchain and system files every job needs, read-only: /usr, /lib*, the dynamic loader's
@@ -37,8 +38,8 @@ struct JobProfile {
 std::vector<PathRule> system_paths();
 
 // Applies the job profile to the calling (single-threaded) process; never throws. The report
-// holds every layer this profile applies (pid_ns: whether this process is the init of a new
-// PID namespace); the caller adds net_ns, pids_cgroup and seccomp_kernel.
+// holds every layer this profile applies (pid_ns as the caller says); the caller adds net_ns,
+// pids_cgroup and seccomp_kernel.
 LayerReport apply_job_profile(const JobProfile& p);
 
 // Applies the kernel-run profile to the calling (single-threaded) process: its report holds
