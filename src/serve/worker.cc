@@ -34,23 +34,26 @@ void limit(int resource, rlim_t value) {
   setrlimit(resource, &rl);
 }
 
-// The worker's side of one job's sandbox: its private directory and pids cgroup, made before the
-// job child is forked and removed (with anything left in them) after it is gone.
+// The worker's side of one job's sandbox: its private directory, made before the job child is
+// forked and removed after it is gone.
 struct JobSandbox {
   std::string dir;
-  std::unique_ptr<sb::PidsCgroup> cgroup;
-  std::string no_cgroup;  // why there is none
   ~JobSandbox() {
-    cgroup.reset();
     std::error_code ec;
     if (!dir.empty()) std::filesystem::remove_all(dir, ec);
   }
 };
 
-// What the worker knows before any job: the network namespace and (probe_layers) which layers
-// the kernel grants.
+// What the worker knows before any job: the network namespace, its pids cgroup and (probe_layers)
+// which layers the kernel grants.
 struct WorkerState {
   bool network_isolated = false;
+  // The worker joins a pids cgroup once, at start, and its job children inherit it: a worker runs
+  // one job at a time, so the limit is the job's (and moving each job into a cgroup of its own
+  // costs an RCU grace period, 5-15 ms, per job under cgroup v1). Deliberately never removed
+  // here, as the worker is in it until it exits; PidsCgroup::create removes those left behind.
+  sb::PidsCgroup* cgroup = nullptr;
+  std::string no_cgroup;  // why there is none
   sb::LayerReport probed;
 };
 
@@ -66,7 +69,6 @@ std::unique_ptr<JobSandbox> prepare_sandbox(const WorkerLimits& lim) {
   auto s = std::make_unique<JobSandbox>();
   if (lim.sandbox_dir.empty()) return s;
   s->dir = sb::make_job_dir(lim.sandbox_dir, lim.sandbox_uid, lim.sandbox_gid);
-  s->cgroup = sb::PidsCgroup::create(lim.max_pids, &s->no_cgroup);
   return s;
 }
 
@@ -75,7 +77,6 @@ std::unique_ptr<JobSandbox> prepare_sandbox(const WorkerLimits& lim) {
 sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, const WorkerLimits& lim,
                               const WorkerState& w, bool pid_ns) {
   if (lim.sandbox_dir.empty()) return {};
-  std::string why = s.cgroup ? s.cgroup->join() : s.no_cgroup;
   sb::JobProfile p{.uid = lim.sandbox_uid,
                    .gid = lim.sandbox_gid,
                    .job_dir = s.dir,
@@ -85,7 +86,7 @@ sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, cons
   if (!config.peaks_path.empty()) p.extra_paths.push_back({config.peaks_path, sb::Access::Read});
   for (const auto& f : lock_files()) p.extra_paths.push_back({f, sb::Access::ReadWrite});
   sb::LayerReport r = sb::apply_job_profile(p);
-  r.set("pids_cgroup", why.empty(), why);
+  r.set("pids_cgroup", w.cgroup != nullptr, w.no_cgroup);
   r.set("net_ns", w.network_isolated, w.network_isolated ? "" : "the worker could not enter a network namespace");
   // The kernel-run children's own layer, as the worker's probe found it.
   r.set("seccomp_kernel", w.probed.applied("seccomp_kernel"), w.probed.reason("seccomp_kernel"));
@@ -287,6 +288,10 @@ int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimi
     // The jobs' kernel cache: the server's, writable by the sandbox uid (docs/serve.md).
     setenv("STEPTP_CACHE_DIR", (limits.sandbox_dir + "/kernels").c_str(), 1);
     for (const auto& f : lock_files()) close(open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    if (auto cg = sb::PidsCgroup::create(limits.max_pids, &w.no_cgroup)) {
+      w.no_cgroup = cg->join();
+      if (w.no_cgroup.empty()) w.cgroup = cg.release();
+    }
     w.probed = probe_layers(config, limits, w);
     hello["sandbox"] = w.probed.to_json();
     if (limits.require_sandbox && !w.probed.complete()) {

@@ -63,7 +63,13 @@ std::string parent_dir(std::string* why) {
 std::unique_ptr<PidsCgroup> PidsCgroup::create(int max_tasks, std::string* why) {
   std::string parent = parent_dir(why);
   if (parent.empty()) return nullptr;
-  std::string tmpl = parent + "/job-XXXXXX";
+  // Named after the creating process: those of processes that no longer exist are left over.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    pid_t owner = pid_t(std::atol(e.path().filename().c_str()));
+    if (owner > 0 && kill(owner, 0) != 0 && errno == ESRCH) rmdir(e.path().c_str());  // EBUSY while in use
+  }
+  std::string tmpl = fmt::format("{}/{}-XXXXXX", parent, getpid());
   if (!mkdtemp(tmpl.data())) {
     *why = fmt::format("cannot create a cgroup under {}: {}", parent, std::strerror(errno));
     return nullptr;

@@ -14,7 +14,8 @@ namespace steptp::backend::sandbox {
 class PidsCgroup {
  public:
   // A fresh cgroup (unpredictable name) limited to `max_tasks`; nullptr with `why` when the
-  // controller is absent or not writable.
+  // controller is absent or not writable. Those left by processes that have exited (a serve
+  // worker stays in its cgroup until it exits) are removed first.
   static std::unique_ptr<PidsCgroup> create(int max_tasks, std::string* why);
   // Kills whatever is left in it, then removes it.
   ~PidsCgroup();
