@@ -4,6 +4,8 @@
 // the full set and names what is missing, and the sandbox's cost per job is measured.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -83,6 +85,40 @@ TEST(SandboxServe, RequireSandboxRefusesToStartWithoutEveryLayerAndNamesTheMissi
     EXPECT_NE(strict.code, 0) << strict.out;
     EXPECT_NE(strict.out.find("sandbox is incomplete"), std::string::npos) << strict.out;
   }
+}
+
+// Run as an unprivileged user (nobody, through setpriv), the server may not make namespaces or
+// cgroups: those layers are reported off with the kernel's reason, the others still apply, jobs
+// still run, and --require-sandbox names what is missing.
+TEST(SandboxServe, UnprivilegedServerReportsTheLayersItCannotHave) {
+  ASSERT_EQ(geteuid(), 0u) << "this test drops to nobody from root";
+  auto as_nobody = [](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                     STEPTP_EXE, "serve", "--host", "127.0.0.1", "--port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  {
+    ServerProcess server(ServerProcess::Command{as_nobody({"--workers", "1", "--peaks", "none"})});
+    json sb = json::parse(server.client()->Get("/health")->body)["sandbox"];
+    SCOPED_TRACE(sb.dump());
+    for (const char* off : {"pid_ns", "mount_ns", "net_ns", "pids_cgroup"}) {
+      EXPECT_EQ(sb["layers"][off], false) << off;
+      EXPECT_FALSE(sb["missing"].value(off, "").empty()) << off << " is off without a reason";
+    }
+    for (const char* on : {"user", "capabilities", "no_new_privs", "landlock", "seccomp", "seccomp_kernel", "job_dir"})
+      EXPECT_EQ(sb["layers"][on], true) << on;
+    auto v = server.post("/v1/verify", {{"a", matmul()}, {"b", wrong_matmul()}, {"trials", 1}});
+    EXPECT_EQ(v.status, 200) << v.body.dump();
+    auto m = server.post("/v1/measure", {{"program", matmul()}});
+    EXPECT_EQ(m.status, 200) << m.body.dump();
+  }
+  std::string cmd;
+  for (const auto& a : as_nobody({"--workers", "1", "--peaks", "none", "--require-sandbox"})) cmd += a + " ";
+  auto r = steptp::testing::run_shell(cmd + "2>&1");
+  EXPECT_NE(r.code, 0) << r.out;
+  for (const char* off : {"pid_ns (", "mount_ns (", "net_ns (", "pids_cgroup ("})
+    EXPECT_NE(r.out.find(off), std::string::npos) << off << " not named: " << r.out;
 }
 
 // The sandbox's cost per job: median latency of the same requests with the sandbox on and off

@@ -2,7 +2,7 @@
 //
 // Job profile: the serve job child, which parses, verifies, runs the compiler and times kernels.
 // Applied in the child itself, first thing, while it is still root: its own mount namespace
-// (with a /proc of its PID namespace when it is that namespace's init), Landlock limited to the
+// (with a /proc of its PID namespace when it has one), Landlock limited to the
 // toolchain and its own paths (JobProfile), no_new_privs, an unprivileged uid and gid with every
 // capability gone (bounding set included), the job seccomp filter, the job directory as cwd and
 // TMPDIR. The PID namespace, pids cgroup and network namespace are made by its parent
