@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -102,9 +103,8 @@ sb::LayerReport enter_sandbox(const JobSandbox& s, const JobConfig& config, cons
   limit(RLIMIT_FSIZE, rlim_t(lim.max_file_bytes));
   sb::LayerReport r = enter_sandbox(s, config, lim, w, pid_ns);
   if (lim.require_sandbox && !r.complete()) {
-    std::string missing;
-    for (const auto& [layer, why] : r.missing()) missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", layer, why);
-    write_frame(fd, 'R', json{{"status", 503}, {"body", {{"error", "sandbox incomplete: " + missing}}}}.dump());
+    json body = {{"error", "sandbox incomplete: " + r.describe_missing()}};
+    write_frame(fd, 'R', json{{"status", 503}, {"body", body}}.dump());
     _exit(0);
   }
   try {
@@ -153,18 +153,18 @@ pid_t fork_job(int report_fd, int read_end, const WorkerLimits& lim, const std::
       !lim.sandbox_dir.empty());
 }
 
-// A job child that has replied, reaped after its reply went out: its exit waits for the teardown
-// of its mount namespace (an RCU grace period, ~5 ms), which the reply need not wait for.
+// A job child that has replied: it is killed with whatever it left behind at once, and reaped
+// (its directory removed) when it has exited, without waiting: the exit waits for the teardown of
+// its mount namespace (an RCU grace period, ~5 ms), which neither the reply nor the next job need.
 struct Replied {
   pid_t pid = -1;
   std::unique_ptr<JobSandbox> sandbox;
-  void reap() {
-    if (pid <= 0) return;
-    kill(-pid, SIGKILL);  // the child's work is done (even if it did not end itself), and what it left behind
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  // True once reaped; `block` waits for the exit.
+  bool reap(bool block) {
+    pid_t r;
+    while ((r = waitpid(pid, nullptr, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
     }
-    sandbox.reset();
-    pid = -1;
+    return r != 0;  // reaped, or not our child any more (nothing to wait for)
   }
 };
 
@@ -295,25 +295,33 @@ int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimi
     w.probed = probe_layers(config, limits, w);
     hello["sandbox"] = w.probed.to_json();
     if (limits.require_sandbox && !w.probed.complete()) {
-      std::string missing;
-      for (const auto& [layer, why] : w.probed.missing())
-        missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", layer, why);
-      hello["error"] = "--require-sandbox: the sandbox is incomplete on this machine: " + missing;
+      hello["error"] = "--require-sandbox: the sandbox is incomplete on this machine: " + w.probed.describe_missing();
       write_frame(out_fd, 'H', hello.dump());
       return 1;
     }
   }
   if (!write_frame(out_fd, 'H', hello.dump())) return 1;
+  int rc = 0;
+  std::vector<Replied> exiting;
+  auto reap = [&](bool block) { std::erase_if(exiting, [&](Replied& r) { return r.reap(block); }); };
   while (auto f = read_frame(in_fd)) {
+    reap(false);
     json job = json::parse(f->payload, nullptr, false);
     Replied replied;
     json reply = job.is_discarded() ? json{{"status", 400}, {"body", {{"error", "malformed job"}}}}
                                     : run_sandboxed_job(job, config, limits, w, replied);
-    bool sent = write_frame(out_fd, 'R', reply.dump());
-    replied.reap();
-    if (!sent) return 1;
+    if (replied.pid > 0) {
+      kill(-replied.pid, SIGKILL);  // its work is done (even if it did not end itself), and what it left behind
+      exiting.push_back(std::move(replied));
+    }
+    if (!write_frame(out_fd, 'R', reply.dump())) {
+      rc = 1;
+      break;
+    }
+    reap(false);
   }
-  return 0;
+  reap(true);
+  return rc;
 }
 
 }  // namespace steptp::serve

@@ -78,7 +78,8 @@ json in_job_sandbox(const std::function<json(const std::string& job_dir)>& tries
         close(p[0]);
         setpgid(0, 0);
         std::string why = cgroup ? cgroup->join() : no_cgroup;
-        LayerReport r = sandbox::apply_job_profile({.job_dir = dir, .extra_paths = {}, .in_new_pid_namespace = getpid() == 1});
+        LayerReport r =
+            sandbox::apply_job_profile({.job_dir = dir, .extra_paths = {}, .in_new_pid_namespace = getpid() == 1});
         r.set("pids_cgroup", why.empty(), why);
         json tried = tries(dir);
         write_all(p[1], json{{"layers", r.to_json()}, {"tried", tried}}.dump());
@@ -251,8 +252,8 @@ TEST(Sandbox, KernelRunCannotExecForkOrOpenFilesButRunsThreads) {
 TEST(Sandbox, OpenMpKernelRunsUnderTheKernelProfile) {
   testing::TempDir cache("sandbox-kernels");
   cpu::KernelCompiler cc({.cache_dir = cache.path});
-  auto prog = leir::program_from_text("input A: f64[64]\noutput C: f64[64]\nP^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];",
-                                      "omp.leir");
+  auto prog = leir::program_from_text(
+      "input A: f64[64]\noutput C: f64[64]\nP^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];", "omp.leir");
   auto built = cpu::build_cpu_programs({prog}, {}, &cc);
   ASSERT_TRUE(built[0].program) << built[0].error;
   leir::TensorMap in{{"A", {leir::DType::F64, {64}, std::vector<double>(64, 2.0)}}};

@@ -61,8 +61,8 @@ TEST(SandboxServe, HealthAndMetricsReportEveryLayerAndAScoredJobRunsInside) {
 
 TEST(SandboxServe, RequireSandboxRefusesToStartWithoutEveryLayerAndNamesTheMissingOnes) {
   // uid 0 as the sandbox user leaves the "user" layer off on any machine.
-  auto r = steptp::testing::run_shell(std::string(STEPTP_EXE) +
-                                      " serve --port 0 --workers 1 --peaks none --require-sandbox --sandbox-uid 0 2>&1");
+  auto r = steptp::testing::run_shell(
+      std::string(STEPTP_EXE) + " serve --port 0 --workers 1 --peaks none --require-sandbox --sandbox-uid 0 2>&1");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("--require-sandbox"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("user (the sandbox uid is root)"), std::string::npos) << r.out;

@@ -35,6 +35,12 @@ std::vector<std::pair<std::string, std::string>> LayerReport::missing() const {
   return out;
 }
 
+std::string LayerReport::describe_missing() const {
+  std::string out;
+  for (const auto& [name, why] : missing()) out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", name, why);
+  return out;
+}
+
 void LayerReport::meet(const LayerReport& other) {
   for (const auto& name : layer_names()) {
     auto mine = layers_.find(name);

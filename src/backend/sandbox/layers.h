@@ -25,6 +25,8 @@ class LayerReport {
   // Layers of layer_names() not applied, each with its reason ("not attempted" when never set).
   std::vector<std::pair<std::string, std::string>> missing() const;
   bool complete() const { return missing().empty(); }
+  // The missing layers as "pid_ns (why), pids_cgroup (why)"; "" when complete.
+  std::string describe_missing() const;
   // A layer stays applied only where both reports applied it (the pool's view over its workers).
   void meet(const LayerReport& other);
   // {"layer": {"applied": bool, "reason": "..."}}, and back.
