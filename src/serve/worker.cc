@@ -19,6 +19,7 @@
 #include "backend/cpu/sandbox.h"
 #include "backend/sandbox/pids_cgroup.h"
 #include "backend/sandbox/profile.h"
+#include "backend/sandbox/seccomp_filter.h"
 #include "serve/frames.h"
 #include "tune/timing_lock.h"
 
@@ -288,6 +289,7 @@ int worker_main(int in_fd, int out_fd, const JobConfig& config, const WorkerLimi
     // The jobs' kernel cache: the server's, writable by the sandbox uid (docs/serve.md).
     setenv("STEPTP_CACHE_DIR", (limits.sandbox_dir + "/kernels").c_str(), 1);
     for (const auto& f : lock_files()) close(open(f.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    sb::prepare_seccomp();
     if (auto cg = sb::PidsCgroup::create(limits.max_pids, &w.no_cgroup)) {
       w.no_cgroup = cg->join();
       if (w.no_cgroup.empty()) w.cgroup = cg.release();

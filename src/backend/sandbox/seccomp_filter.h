@@ -19,8 +19,11 @@ namespace steptp::backend::sandbox {
 
 enum class SyscallProfile { Job, KernelRun };
 
-// Installs the profile's filter on this thread (and what it forks); "" or why not. Needs
-// no_new_privs or CAP_SYS_ADMIN (libseccomp sets no_new_privs itself).
+// Installs the profile's filter on this thread (and what it forks), setting no_new_privs; "" or
+// why not. The filter is built once per process (libseccomp takes 1-2 ms to build one).
 std::string install_seccomp(SyscallProfile profile);
+// Builds both filters now, so that children forked later (serve jobs and their kernel runs) only
+// load them.
+void prepare_seccomp();
 
 }  // namespace steptp::backend::sandbox
