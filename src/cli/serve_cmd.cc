@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -43,13 +44,16 @@ struct JobSettings {
                  "TESTS ONLY: honour a score request's \"fault\" (crash, hang, oom in the sandbox)");
     sub.add_flag("--require-sandbox", limits.require_sandbox,
                  "refuse to start unless every sandbox layer applies (docs/serve.md, Isolation)");
-    sub.add_option("--max-pids", limits.max_pids, "processes and threads one job may hold (default 128)")
+    sub.add_option("--max-pids", limits.max_pids,
+                   "processes and threads one job may hold (default 128; at least --measure-threads + 64)")
         ->check(CLI::Range(16, 1 << 20));
     sub.add_option("--sandbox-uid", limits.sandbox_uid, "uid jobs run as (default 65534, nobody)");
     sub.add_option("--sandbox-gid", limits.sandbox_gid, "gid jobs run as (default 65534, nogroup)");
   }
   void resolve() {
     limits.memory_bytes = memory_mib << 20;
+    // The timed kernel's OpenMP threads count as tasks too, beside the job, compilers and children.
+    limits.max_pids = std::max(limits.max_pids, config.measure_threads + 64);
     if (config.peaks_path == "none") config.peaks_path.clear();
   }
   std::vector<std::string> argv() const {
