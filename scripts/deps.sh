@@ -9,7 +9,8 @@ source scripts/lib.sh
 apt_ensure \
   build-essential libc6-dev cmake ninja-build ccache pkg-config git \
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libginac-dev libpcre2-dev libicu-dev \
-  libcpp-httplib-dev libonnx-dev libprotobuf-dev libxgboost-dev libcurl4-openssl-dev
+  libcpp-httplib-dev libonnx-dev libprotobuf-dev libxgboost-dev libcurl4-openssl-dev libseccomp-dev
 # libc6-dev (with build-essential anyway): libm.so links glibc's libmvec, the vector math of CPU
-# kernels; libcpp-httplib: `steptp serve`; libonnx/libprotobuf: `steptp import`; libxgboost:
-# the cost model of `steptp tune`; libcurl: the Chat Completions client of `steptp optimize`.
+# kernels; libcpp-httplib: `steptp serve`; libseccomp-dev: the seccomp filters of its sandbox;
+# libonnx/libprotobuf: `steptp import`; libxgboost: the cost model of `steptp tune`; libcurl: the
+# Chat Completions client of `steptp optimize`.

@@ -1,13 +1,20 @@
 // steptp serve [--host 127.0.0.1] [--port N] [--workers W] ...: the verification and reward
 // service (docs/serve.md, docs/openapi.yaml). `steptp serve-worker` is its worker process,
 // started by the server itself with the same job settings (not meant to be run by hand).
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
+#include "reward/timing.h"
 #include "serve/server.h"
 #include "serve/worker.h"
 #include "tune/timing_lock.h"
@@ -63,16 +70,34 @@ struct JobSettings {
                    "$XDG_RUNTIME_DIR/steptp/timing.lock or ~/.cache/steptp/serve/timing.lock; 'none': no lock");
     sub.add_flag("--fault-injection", config.fault_injection,
                  "TESTS ONLY: honour a score request's \"fault\" (crash, hang, oom in the sandbox)");
+    sub.add_flag("--require-sandbox", limits.require_sandbox,
+                 "refuse to start unless every sandbox layer applies (docs/serve.md, Isolation)");
+    sub.add_option("--max-pids", limits.max_pids,
+                   "processes and threads one job may hold (default 128; at least --measure-threads + 64)")
+        ->check(CLI::Range(16, 1 << 20));
+    sub.add_option("--sandbox-uid", limits.sandbox_uid, "uid jobs run as (default 65534, nobody)");
+    sub.add_option("--sandbox-gid", limits.sandbox_gid, "gid jobs run as (default 65534, nogroup)");
   }
   void resolve() {
     limits.memory_bytes = memory_mib << 20;
+    // The timed kernel's OpenMP threads count as tasks too, beside the job, compilers and children.
+    limits.max_pids = std::max(limits.max_pids, config.measure_threads + 64);
     if (config.peaks_path == "none") config.peaks_path.clear();
     config.lock_wait_s = lock_wait_s < 0 ? limits.job_timeout_s : lock_wait_s;
+  }
+  // After the sandbox directory is known: without --timing-lock or $STEPTP_TIMING_LOCK the lock
+  // lives there (the sandbox uid could not reach a file under the server user's home), and with
+  // the sandbox the files belong to the sandbox uid, which takes the lock in its jobs.
+  void install_timing_lock() {
     if (timing_lock.empty()) {
       const char* env = std::getenv("STEPTP_TIMING_LOCK");
-      timing_lock = env && *env ? env : default_timing_lock();
+      timing_lock = env && *env              ? env
+                    : limits.sandbox_dir.empty() ? default_timing_lock()
+                                               : limits.sandbox_dir + "/timing.lock";
     }
-    tune::use_private_timing_lock(timing_lock == "none" ? "" : timing_lock);
+    std::optional<unsigned> owner;
+    if (!limits.sandbox_dir.empty() && geteuid() == 0) owner = limits.sandbox_uid;
+    tune::use_private_timing_lock(timing_lock == "none" ? "" : timing_lock, owner);
   }
   std::vector<std::string> argv() const {
     std::vector<std::string> a = {"--job-timeout", std::to_string(limits.job_timeout_s),
@@ -85,6 +110,10 @@ struct JobSettings {
                                   "--timing-lock", timing_lock};
     for (auto& x : config.limits.to_args()) a.push_back(x);
     if (config.fault_injection) a.push_back("--fault-injection");
+    a.insert(a.end(), {"--max-pids", std::to_string(limits.max_pids), "--sandbox-uid",
+                       std::to_string(limits.sandbox_uid), "--sandbox-gid", std::to_string(limits.sandbox_gid)});
+    if (limits.require_sandbox) a.push_back("--require-sandbox");
+    if (!limits.sandbox_dir.empty()) a.insert(a.end(), {"--sandbox-dir", limits.sandbox_dir});
     return a;
   }
 };
@@ -93,6 +122,46 @@ std::string default_peaks_path() {
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/tmp") + "/.cache/steptp/peaks.json";
 }
+
+// The server's sandbox directory (worker.h WorkerLimits::sandbox_dir), removed when the server
+// exits: 0711, so the sandbox uid reaches only what is handed to it beneath; "kernels" (the jobs'
+// kernel cache, which the compiler writes as that uid) and a read-only copy of the machine peaks
+// cache, measured here as the server's user first when missing: a job could neither read the
+// server's own cache (under a private home) nor be trusted to write it.
+class SandboxDir {
+ public:
+  SandboxDir(serve::JobConfig& config, serve::WorkerLimits& limits) {
+    namespace fs = std::filesystem;
+    std::string tmpl = (fs::temp_directory_path() / "steptp-serve-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the sandbox directory in " + tmpl);
+    path_ = tmpl;
+    chmod(path_.c_str(), 0711);
+    const std::string kernels = path_ + "/kernels";
+    if (mkdir(kernels.c_str(), 0700) != 0 ||
+        (geteuid() == 0 && chown(kernels.c_str(), limits.sandbox_uid, limits.sandbox_gid) != 0))
+      throw std::runtime_error("cannot prepare the jobs' kernel cache " + kernels);
+    if (!config.peaks_path.empty()) {
+      {
+        tune::TimedSection timed(config.measure_threads);
+        reward::cached_peaks(config.peaks_path, config.measure_threads);
+      }
+      const std::string copy = path_ + "/peaks.json";
+      fs::copy_file(config.peaks_path, copy);
+      chmod(copy.c_str(), 0644);
+      config.peaks_path = copy;
+    }
+    limits.sandbox_dir = path_;
+  }
+  ~SandboxDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  SandboxDir(const SandboxDir&) = delete;
+  SandboxDir& operator=(const SandboxDir&) = delete;
+
+ private:
+  std::string path_;
+};
 
 std::string self_exe() {
   char buf[4096];
@@ -131,13 +200,21 @@ RegisterCommand serve_cmd{{"serve", "HTTP verification and reward service for RL
   sub.add_option("--shutdown-grace", o->shutdown_grace_s,
                  "seconds running jobs may finish after SIGTERM before they are stopped (default 10)")
       ->check(CLI::Range(0.0, 3600.0));
+  auto no_sandbox = std::make_shared<bool>(false);
+  sub.add_flag("--no-sandbox", *no_sandbox,
+               "run jobs without the sandbox (rlimits and the network namespace only; to measure its cost)");
   js->add(sub);
-  return [o, js]() -> int {
+  return [o, js, no_sandbox]() -> int {
     js->resolve();
     if (o->api_key.empty())
       if (const char* k = std::getenv("STEPTP_API_KEY")) o->api_key = k;
     // Every deadline a worker enforces has passed for a job older than this: its worker is stuck.
     o->wedged_after_s = js->limits.job_timeout_s + js->limits.measure_timeout_s + 30;
+    if (*no_sandbox && js->limits.require_sandbox)
+      throw std::runtime_error("--no-sandbox contradicts --require-sandbox");
+    std::optional<SandboxDir> dir;
+    if (!*no_sandbox) dir.emplace(js->config, js->limits);
+    js->install_timing_lock();
     o->worker_argv = {self_exe(), "serve-worker"};
     for (auto& a : js->argv()) o->worker_argv.push_back(a);
     return serve::run_server(*o, [](const std::string& url) {
@@ -150,8 +227,10 @@ RegisterCommand worker_cmd{{"serve-worker", "internal: a worker process of `step
                             [](CLI::App& sub) {
   auto js = std::make_shared<JobSettings>();
   js->add(sub);
+  sub.add_option("--sandbox-dir", js->limits.sandbox_dir, "the server's sandbox directory (none: no sandbox)");
   return [js]() -> int {
     js->resolve();
+    js->install_timing_lock();
     return serve::worker_main(0, 1, js->config, js->limits);
   };
 }}};

@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "serve/frames.h"
 
@@ -24,6 +27,8 @@ WorkerPool::WorkerPool(std::vector<std::string> argv, int workers, int queue_cap
       machine_capacity_(machine_inflight),
       slots_(size_t(std::max(1, workers))) {
   for (auto& s : slots_) spawn(s);
+  std::string line = sandboxed_ ? layers_.describe() : "off (--no-sandbox)";
+  fprintf(stderr, "steptp serve: sandbox: %s\n", line.c_str());
 }
 
 WorkerPool::~WorkerPool() { shutdown(0); }
@@ -65,7 +70,13 @@ void WorkerPool::spawn(Slot& s) {
     throw std::runtime_error("a worker process did not start");
   }
   json h = json::parse(hello->payload, nullptr, false);
+  if (h.is_object() && h.contains("error") && h["error"].is_string()) {
+    stop(s);
+    throw std::runtime_error(h["error"].get<std::string>());
+  }
   if (!h.is_object() || !h.value("network_isolated", false)) isolated_ = false;
+  if (h.is_object() && h.contains("sandbox")) layers_.meet(backend::sandbox::LayerReport::from_json(h["sandbox"]));
+  else sandboxed_ = false;
 }
 
 void WorkerPool::stop(Slot& s) {
@@ -179,6 +190,28 @@ double WorkerPool::oldest_running_s() const {
 bool WorkerPool::network_isolated() const {
   std::lock_guard lk(mu_);
   return isolated_;
+}
+
+json WorkerPool::sandbox() const {
+  std::lock_guard lk(mu_);
+  json layers = json::object(), missing = json::object();
+  for (const auto& name : backend::sandbox::layer_names()) layers[name] = sandboxed_ && layers_.applied(name);
+  if (sandboxed_)
+    for (const auto& [name, why] : layers_.missing()) missing[name] = why;
+  return {{"enabled", sandboxed_}, {"layers", layers}, {"missing", missing}};
+}
+
+std::string WorkerPool::sandbox_metrics() const {
+  json s = sandbox();
+  std::string out =
+      "# HELP steptp_sandbox_enabled Whether jobs run in the sandbox (0: --no-sandbox).\n"
+      "# TYPE steptp_sandbox_enabled gauge\n";
+  out += fmt::format("steptp_sandbox_enabled {}\n", s["enabled"].get<bool>() ? 1 : 0);
+  out += "# HELP steptp_sandbox_layer Whether each sandbox layer applies on every worker (1) or not (0).\n"
+         "# TYPE steptp_sandbox_layer gauge\n";
+  for (const auto& [name, on] : s["layers"].items())
+    out += fmt::format("steptp_sandbox_layer{{layer=\"{}\"}} {}\n", name, on.get<bool>() ? 1 : 0);
+  return out;
 }
 
 void WorkerPool::shutdown(double grace_s) {

@@ -1,7 +1,9 @@
 // The server's side of its worker processes (worker.h): W workers started as
 // `EXE serve-worker ARGS...`, admission of jobs by class (a bounded number in flight per class
 // and a bounded queue of jobs waiting for a worker), and a respawn when a worker dies (which only
-// happens if the worker itself fails; a job's crash is its child's).
+// happens if the worker itself fails; a job's crash is its child's). Each worker's hello reports
+// its sandbox layers; the pool keeps the weakest (a layer counts as applied only where every
+// worker applied it) and logs it at start.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/sandbox/layers.h"
+
 namespace steptp::serve {
 
 // Jobs that may time kernels (measure, score) hold the machine for seconds each and serialize on
@@ -27,7 +31,8 @@ class WorkerPool {
  public:
   // `argv`: the worker command line (argv[0] is the executable path). At most `queue_capacity`
   // admitted jobs wait for a worker, and at most `machine_inflight` Machine jobs are admitted
-  // (waiting or running) at once.
+  // (waiting or running) at once. Throws std::runtime_error when a worker cannot start or refuses
+  // to (its hello's "error": --require-sandbox).
   WorkerPool(std::vector<std::string> argv, int workers, int queue_capacity, int machine_inflight);
   ~WorkerPool();  // shutdown(0)
   WorkerPool(const WorkerPool&) = delete;
@@ -49,6 +54,10 @@ class WorkerPool {
   double oldest_running_s() const; // how long the longest-running job has run (0: none)
   int workers() const { return int(slots_.size()); }
   bool network_isolated() const;
+  // /health's view of the sandbox: {"enabled", "layers": {layer: bool}, "missing": {layer: why}}.
+  nlohmann::json sandbox() const;
+  // /metrics: steptp_sandbox_enabled and steptp_sandbox_layer{layer} (1 applied, 0 not).
+  std::string sandbox_metrics() const;
   // Stops admitting, answers the queued jobs 503, waits up to `grace_s` for the running ones,
   // then stops the workers (closing their pipes; a worker still busy is killed, and its job's
   // request is answered 503).
@@ -73,6 +82,8 @@ class WorkerPool {
   int machine_inflight_ = 0;  // admitted Machine jobs not yet finished
   bool isolated_ = true;
   bool stopping_ = false;  // no admission; queued jobs get 503
+  bool sandboxed_ = true;  // every worker reported a sandbox
+  backend::sandbox::LayerReport layers_;
   bool stopped_ = false;
 };
 

@@ -70,7 +70,7 @@ class Service {
       int code = status == "ok" ? 200 : 503;
       send(res, code, {{"status", status}, {"workers", pool_.workers()}, {"queued", pool_.queued()},
                        {"running", pool_.running()}, {"oldest_job_s", oldest},
-                       {"network_isolated", pool_.network_isolated()}});
+                       {"network_isolated", pool_.network_isolated()}, {"sandbox", pool_.sandbox()}});
       metrics_.request("/health", code, 0);
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -83,7 +83,7 @@ class Service {
       g.oldest_job_s = pool_.oldest_running_s();
       g.connection_threads = connections_->threads();
       g.connections_busy = connections_->busy();
-      res.set_content(metrics_.text(g), "text/plain; version=0.0.4");
+      res.set_content(metrics_.text(g) + pool_.sandbox_metrics(), "text/plain; version=0.0.4");
     });
     for (const char* p : {"/health", "/metrics"})
       svr.Post(p, [](const httplib::Request&, httplib::Response& res) {

@@ -103,14 +103,17 @@ void release(Kind& kind, int fd) {
 }
 
 // Creates `path` 0600 or checks that it is a regular file of this user and makes it 0600.
-void make_private_file(const std::string& path) {
+void make_private_file(const std::string& path, std::optional<unsigned> owner) {
   int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create the timing lock {}: {}", path, std::strerror(errno)));
   struct stat st {};
   std::string problem;
+  const uid_t want = owner ? uid_t(*owner) : geteuid();
   if (fstat(fd, &st) != 0) problem = std::strerror(errno);
   else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
-  else if (st.st_uid != geteuid()) problem = fmt::format("owned by uid {}, not by this user", st.st_uid);
+  else if (st.st_uid == geteuid() && want != geteuid() && fchown(fd, want, gid_t(-1)) != 0)
+    problem = fmt::format("cannot give it to uid {}: {}", want, std::strerror(errno));
+  else if (fstat(fd, &st) != 0 || st.st_uid != want) problem = fmt::format("owned by uid {}, not by uid {}", st.st_uid, want);
   else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) problem = std::strerror(errno);
   close(fd);
   if (!problem.empty()) throw std::runtime_error(fmt::format("the timing lock {} cannot be private: {}", path, problem));
@@ -127,7 +130,7 @@ std::string timing_lock_path() {
   return env && *env ? env : "/tmp/steptp-timing.lock";
 }
 
-void use_private_timing_lock(const std::string& path) {
+void use_private_timing_lock(const std::string& path, std::optional<unsigned> owner) {
   if (!path.empty()) {
     namespace fs = std::filesystem;
     fs::path dir = fs::path(path).parent_path();
@@ -141,8 +144,8 @@ void use_private_timing_lock(const std::string& path) {
     if ((st.st_uid != geteuid() && st.st_uid != 0) || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)))
       throw std::runtime_error(fmt::format(
           "the timing lock's directory {} may be changed by other users; choose a directory of this user", dir.string()));
-    make_private_file(path);
-    make_private_file(path + ".cpu");
+    make_private_file(path, owner);
+    make_private_file(path + ".cpu", owner);
   }
   std::lock_guard lock(g_mu);
   g_private_path = path;

@@ -28,9 +28,11 @@ std::string timing_lock_path();  // "" when disabled
 // Makes `path` the timing lock of this process and of the children it forks ("": disabled),
 // overriding $STEPTP_TIMING_LOCK. The file and its ".cpu" sibling become private: created with
 // mode 0600 (its directory with 0700 when missing), an existing one of this user set to 0600.
-// Throws std::runtime_error when it is not a regular file of this user or when others may
-// replace it (its directory is writable by group or others without the sticky bit).
-void use_private_timing_lock(const std::string& path);
+// With `owner` (root only), the files belong to that uid instead: the unprivileged uid that
+// sandboxed serve jobs run as, which must open them (serve/worker.h). Throws std::runtime_error
+// when a file is not a regular file of this user (or `owner`) or when others may replace it (its
+// directory is writable by group or others without the sticky bit).
+void use_private_timing_lock(const std::string& path, std::optional<unsigned> owner = std::nullopt);
 
 using LockClock = std::chrono::steady_clock;
 // When a lock's wait gives up; nullopt: wait as long as it takes.

@@ -1,6 +1,8 @@
 #include "backend/cpu/sandbox.h"
 
+#include <fcntl.h>
 #include <omp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,6 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+
+#include "backend/sandbox/profile.h"
 
 namespace steptp::backend::cpu {
 
@@ -41,20 +45,38 @@ constexpr int kExitOom = 3;
 
 }  // namespace
 
-pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child) {
+pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child, bool new_pid_namespace) {
   const int64_t vm_limit = current_vm_bytes() + extra_vm_bytes;
+  const bool kernel_profile = sandbox::kernel_profile_for_children();
+  auto run_child = [&] {
+    rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
+    setrlimit(RLIMIT_AS, &rl);
+    rlimit core{0, 0};
+    setrlimit(RLIMIT_CORE, &core);
+    if (kernel_profile) sandbox::apply_kernel_profile();
+    child();
+    _exit(1);
+  };
+  if (new_pid_namespace) {
+    // Forked from this thread: unshare(CLONE_NEWPID) holds for the next child only once we
+    // return to our own namespace (setns), and a child forked from a helper thread would run
+    // on that thread's stack, which glibc hands to the next thread made in the child's own
+    // children (it looks free there), overwriting the frames that their code refers to.
+    int ours = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    const bool entered = ours >= 0 && unshare(CLONE_NEWPID) == 0;
+    pid_t pid = fork();
+    if (pid == 0) run_child();
+    const int fork_errno = errno;
+    if (entered) setns(ours, CLONE_NEWPID);
+    if (ours >= 0) close(ours);
+    errno = fork_errno;
+    return pid;
+  }
   pid_t pid = -1;
   int fork_errno = 0;
   std::thread helper([&] {
     pid = fork();
-    if (pid == 0) {
-      rlimit rl{static_cast<rlim_t>(vm_limit), static_cast<rlim_t>(vm_limit)};
-      setrlimit(RLIMIT_AS, &rl);
-      rlimit core{0, 0};
-      setrlimit(RLIMIT_CORE, &core);
-      child();
-      _exit(1);
-    }
+    if (pid == 0) run_child();
     fork_errno = errno;
   });
   helper.join();

@@ -35,8 +35,13 @@ struct SandboxResult {
 
 // Forks a child from a fresh helper thread (see above) whose address space may grow by
 // `extra_vm_bytes` and which writes no core file; the child runs `child`, which must end with
-// _exit. Returns the child's pid, or -1 with errno set.
-pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child);
+// _exit. With `new_pid_namespace` the child is the init of a new PID namespace where the kernel
+// allows it (root): everything it starts dies with it and it sees no other process; it is then
+// forked from the calling thread, which must not have run OpenMP regions. In a process
+// that enabled sandbox::set_kernel_profile_for_children (a serve job) the child runs `child`
+// under the kernel-run profile (backend/sandbox/profile.h). Returns the child's pid, or -1 with
+// errno set.
+pid_t fork_limited(int64_t extra_vm_bytes, const std::function<void()>& child, bool new_pid_namespace = false);
 
 // How a child ended: its wait status, or killed by wait_child, or waitpid failed (errno kept).
 struct ChildExit {
