@@ -108,12 +108,15 @@ void make_private_file(const std::string& path, std::optional<unsigned> owner) {
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create the timing lock {}: {}", path, std::strerror(errno)));
   struct stat st {};
   std::string problem;
-  const uid_t want = owner ? uid_t(*owner) : geteuid();
+  const uid_t me = geteuid(), want = owner ? uid_t(*owner) : me;
   if (fstat(fd, &st) != 0) problem = std::strerror(errno);
   else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
-  else if (st.st_uid == geteuid() && want != geteuid() && fchown(fd, want, gid_t(-1)) != 0)
+  // Root opens the file whoever owns it, and leaves a file given to a sandbox uid (by this or
+  // another service sharing the lock) with it; it gives its own file to `owner` when asked.
+  else if (st.st_uid == me && want != me && fchown(fd, want, gid_t(-1)) != 0)
     problem = fmt::format("cannot give it to uid {}: {}", want, std::strerror(errno));
-  else if (fstat(fd, &st) != 0 || st.st_uid != want) problem = fmt::format("owned by uid {}, not by uid {}", st.st_uid, want);
+  else if (fstat(fd, &st) != 0 || !(st.st_uid == want || (me == 0 && want == me)))
+    problem = fmt::format("owned by uid {}, not by uid {}", st.st_uid, want);
   else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) problem = std::strerror(errno);
   close(fd);
   if (!problem.empty()) throw std::runtime_error(fmt::format("the timing lock {} cannot be private: {}", path, problem));
