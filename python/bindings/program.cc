@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "import/onnx_import.h"
 #include "json_caster.h"
+#include "leir/identifiers.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "search/search.h"
@@ -41,7 +42,7 @@ void bind_program(nb::module_& m) {
           [](const std::string& text, const std::string& name) {
             const std::string label = name.empty() ? "<string>" : name;
             leir::Program p = parsing([&] { return leir::program_from_text(text, label); });
-            if (name.empty() && p.name == label) p.name.clear();
+            if (name.empty() && p.name == leir::program_name_from_path(label)) p.name.clear();
             return p;
           },
           nb::arg("text"), nb::arg("name") = "", nb::call_guard<nb::gil_scoped_release>(),
@@ -56,7 +57,12 @@ void bind_program(nb::module_& m) {
           "Every program of a .json, .jsonl, .leir or .onnx file (as the CLI reads them).")
       .def_prop_rw(
           "name", [](const leir::Program& p) { return p.name; },
-          [](leir::Program& p, const std::string& n) { p.name = n; })
+          [](leir::Program& p, const std::string& n) {
+            parsing([&] { leir::require_program_name(n, "program name", "<python>", {}); });
+            p.name = n;
+          },
+          "The program's name: empty, or [A-Za-z0-9_.-] not starting with '.' or '-', at most 128 characters "
+          "(raises steptp.ParseError otherwise).")
       .def("print", [](const leir::Program& p, bool pretty) { return pretty ? leir::print_body_pretty(p.body) : leir::print_body(p.body); },
            nb::arg("pretty") = false, "The canonical body (`steptp print`): compact, or one nest per line.")
       .def("text", [](const leir::Program& p) { return leir::program_to_text(p); },

@@ -9,6 +9,7 @@
 
 #include "import/importer.h"
 #include "interp/interpreter.h"
+#include "leir/identifiers.h"
 #include "leir/program_io.h"
 
 namespace steptp::onnx_import {
@@ -260,11 +261,17 @@ leir::Program import_onnx(std::string_view bytes, const std::string& file, const
   onnx::ModelProto m;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) || !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw ImportError(fmt::format("{}: error: not a valid ONNX model (the protobuf does not parse: truncated or not ONNX)", file));
-  std::string name = std::filesystem::path(file).stem().string();
+  std::string name = leir::program_name_from_path(file);
   if (name.empty()) name = "model";
   try {
     leir::Program p = import_graph(m, name, options);
     p.file = file;
+    // LEIR names are the builder's own; the ONNX names are kept as aliases, which are free text but
+    // must be printable (leir/identifiers.h).
+    for (const auto& d : p.known)
+      if (auto why = leir::alias_problem(d.alias))
+        throw ImportError(fmt::format("the ONNX name {} of {} {} cannot be kept as its alias: {}",
+                                      leir::quote_text(d.alias), leir::to_string(d.role), d.name, *why));
     return p;
   } catch (const ImportError& e) {
     throw ImportError(fmt::format("{}: error: {}", file, e.what()));

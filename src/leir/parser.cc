@@ -8,6 +8,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "leir/identifiers.h"
+
 namespace steptp::leir {
 
 namespace {
@@ -272,11 +274,13 @@ class Parser {
     expect(Tok::Under, "'_' before the loop variable");
     expect(Tok::LBrace, "'{'");
     Token v = expect(Tok::Ident, "a loop variable (lower-case name)");
-    if (!std::islower(static_cast<unsigned char>(v.text[0])))
-      throw LeirError(file_, v.loc, fmt::format("loop variable '{}' must start with a lower-case letter", v.text));
+    require_loop_var(v.text, "loop variable", file_, v.loc);
     l.var = std::string(v.text);
     expect(Tok::Assign, "'=' after the loop variable");
+    SourceLoc start_loc = cur().loc;
     l.start = integer("a loop start (integer)", true);
+    if (int64_t end = 0; __builtin_add_overflow(l.start, l.extent, &end))
+      throw LeirError(file_, start_loc, fmt::format("loop {} runs past the largest 64-bit integer", l.var));
     expect(Tok::RBrace, "'}' after the loop start");
     return l;
   }
@@ -315,9 +319,7 @@ class Parser {
 
   ExprPtr access() {
     Token name = expect(Tok::Ident, "a tensor name");
-    if (!std::isupper(static_cast<unsigned char>(name.text[0])))
-      throw LeirError(file_, name.loc,
-                      fmt::format("tensor name '{}' must start with an upper-case letter", name.text));
+    require_tensor_name(name.text, "tensor name", file_, name.loc);
     expect(Tok::Caret, "'^{dtype,scope}' after the tensor name");
     expect(Tok::LBrace, "'{' opening the dtype and scope");
     Token dt = expect(Tok::Ident, "a dtype (f16 bf16 f32 f64 i8 i16 i32 i64 u8 bool)");
@@ -459,6 +461,7 @@ class Parser {
         }
         if (peek(1).kind == Tok::LParen) return call();
         Token v = take();
+        require_loop_var(v.text, "loop variable", file_, v.loc);
         return track(make_var(std::string(v.text), v.loc));
       }
       default:

@@ -2,10 +2,12 @@
 // `.leir` text form (LEIR.md §1).
 //
 // .leir text form, as this project defines the parts LEIR.md leaves open:
-//   name matmul                       optional; default: the file name without extension
+//   name matmul                       optional; default: the file name without extension (with
+//                                     characters outside the program-name set as '_')
 //   input  A: f64[512,1024]           role NAME: dtype[dims]   ([] = scalar)
 //   constant F: f64[] = [2.0]         constants may carry values, flat, row-major
-//   param  G: f64[16,32] as "gemm.weight"   optional alias
+//   param  G: f64[16,32] as "gemm.weight"   optional alias, a JSON string literal (escapes allowed)
+// Names follow leir/identifiers.h in both forms.
 //   <body>                            everything from the first line that is not a declaration
 // '#' starts a comment to the end of the line anywhere.
 #pragma once

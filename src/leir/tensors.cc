@@ -19,10 +19,33 @@
 
 namespace steptp::leir {
 
+namespace {
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+}  // namespace
+
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::optional<int64_t> checked_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1, bytes = 0;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  if (__builtin_mul_overflow(n, int64_t{8}, &bytes)) return std::nullopt;
+  return n;
+}
+
+int64_t require_numel(const std::vector<int64_t>& shape, std::string_view tensor, const std::string& file,
+                      SourceLoc loc) {
+  auto n = checked_numel(shape);
+  if (!n)
+    throw LeirError(file, loc,
+                    fmt::format("tensor {} of shape {} is too large: its element count or its size in bytes overflows "
+                                "64-bit integers (at most {} elements)",
+                                tensor, shape_text(shape), INT64_MAX / 8));
+  return *n;
 }
 
 const TensorInfo* TensorTable::find(const std::string& name) const {
@@ -86,8 +109,18 @@ RangeResult index_range(const Expr& e, const VarRanges& vars) {
       if (!b.range) return b;
       Interval x = *a.range, y = *b.range;
       switch (e.bop) {
-        case BinaryOp::Add: return {Interval{x.lo + y.lo, x.hi + y.hi}, {}};
-        case BinaryOp::Sub: return {Interval{x.lo - y.hi, x.hi - y.lo}, {}};
+        case BinaryOp::Add: {
+          Interval r;
+          if (__builtin_add_overflow(x.lo, y.lo, &r.lo) || __builtin_add_overflow(x.hi, y.hi, &r.hi))
+            return fail("its range overflows 64-bit integers");
+          return {r, {}};
+        }
+        case BinaryOp::Sub: {
+          Interval r;
+          if (__builtin_sub_overflow(x.lo, y.hi, &r.lo) || __builtin_sub_overflow(x.hi, y.lo, &r.hi))
+            return fail("its range overflows 64-bit integers");
+          return {r, {}};
+        }
         case BinaryOp::Mul: {
           int64_t p[4];
           if (!mul_ok(x.lo, y.lo, &p[0]) || !mul_ok(x.lo, y.hi, &p[1]) || !mul_ok(x.hi, y.lo, &p[2]) ||
@@ -117,10 +150,6 @@ RangeResult index_range(const Expr& e, const VarRanges& vars) {
 
 std::string annotation(DType d, Scope s) { return fmt::format("{},{}", to_string(d), to_char(s)); }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ","));
-}
-
 // What we learn about an intermediate while walking the body.
 struct Pending {
   int rank = -1;             // from the first write; -1 while unwritten
@@ -137,6 +166,7 @@ class Builder {
     for (const auto& d : p_.known) {
       if (table_.tensors.count(d.name))
         throw LeirError(p_.file, d.loc, fmt::format("tensor {} is declared twice", d.name));
+      require_numel(d.shape, d.name, p_.file, d.loc);
       TensorInfo info;
       info.name = d.name;
       info.dtype = d.dtype;
@@ -225,7 +255,10 @@ class Builder {
     VarRanges vars;
     for (const Loop* l : loops) {
       if (l->extent <= 0) return;  // the statement never runs: it bounds nothing
-      vars.emplace_back(l->var, Interval{l->start, l->start + l->extent - 1});
+      int64_t last = 0;
+      if (__builtin_add_overflow(l->start, l->extent - 1, &last))
+        throw LeirError(p_.file, l->loc, fmt::format("loop {} runs past the largest 64-bit integer", l->var));
+      vars.emplace_back(l->var, Interval{l->start, last});
     }
     for (int d = 0; d < rank; ++d) {
       auto r = index_range(*a.args[d], vars);
@@ -262,7 +295,14 @@ class Builder {
       info.scope = first.scope;
       info.known = false;
       info.first_use = first.loc;
-      for (int64_t h : pend.hi) info.shape.push_back(std::max<int64_t>(0, h + 1));
+      for (int64_t h : pend.hi) {
+        if (h == INT64_MAX)
+          throw LeirError(
+              p_.file, pend.rank_loc,
+              fmt::format("intermediate {} is written at index {}: its dimension overflows 64-bit integers", name, h));
+        info.shape.push_back(std::max<int64_t>(0, h + 1));
+      }
+      require_numel(info.shape, name, p_.file, pend.rank_loc);
       table_.tensors.emplace(name, info);
       table_.order.push_back(name);
     }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "leir/ast.h"
@@ -34,9 +36,17 @@ struct TensorTable {
   const TensorInfo& at(const std::string& name) const;  // throws std::out_of_range
 };
 
+// Element count of `shape` when it and its size in bytes at 8 bytes per element (the widest
+// storage any backend gives an element) fit int64; nullopt otherwise or for a negative dimension.
+std::optional<int64_t> checked_numel(const std::vector<int64_t>& shape);
+// checked_numel, or a LeirError naming `tensor` and its shape.
+int64_t require_numel(const std::vector<int64_t>& shape, std::string_view tensor, const std::string& file,
+                      SourceLoc loc);
+
 // Builds the table: checks annotation consistency (same dtype/scope at every occurrence, known
 // tensors match their declaration and live in `g`), ranks, and infers intermediate shapes by
-// interval analysis of write subscripts. Throws LeirError (file:line:col) on any violation.
+// interval analysis of write subscripts, and that every tensor's size fits int64 (require_numel).
+// Throws LeirError (file:line:col) on any violation.
 TensorTable build_tensor_table(const Program& p);
 
 }  // namespace steptp::leir

@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "leir/identifiers.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/uniform_store.h"
@@ -381,6 +382,12 @@ class Validator {
   explicit Validator(const Program& p) : p_(p) {}
 
   ValidationReport run() {
+    try {
+      check_names(p_);
+    } catch (const LeirError& e) {
+      error(e.loc(), e.message());
+      return std::move(report_);
+    }
     Env env;
     std::vector<const Loop*> loops;
     walk(p_.body, env, loops);
@@ -420,7 +427,12 @@ class Validator {
           error(l.loc, fmt::format("loop {} rebinds variable '{}' of the enclosing loop {} at {}; give it a "
                                    "name no enclosing loop uses",
                                    print_loop(l), l.var, print_loop(*outer->loop), loc_text(outer->loop->loc)));
-        env.push_back({&l, Range{l.start, l.start + l.extent - 1}});
+        int64_t end = 0;
+        if (__builtin_add_overflow(l.start, l.extent, &end)) {
+          error(l.loc, fmt::format("loop {} runs past the largest 64-bit integer", l.var));
+          end = l.start;  // checked as if empty, so nothing below overflows
+        }
+        env.push_back({&l, Range{l.start, end - 1}});
         loops.push_back(&l);
         ++pushed;
       }

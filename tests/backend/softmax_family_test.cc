@@ -34,7 +34,7 @@ std::vector<testing::SuiteProgram> one_pass_results() {
     for (const auto& in : inputs)
       for (const auto& site : s->sites(in.program))
         if (auto c = s->apply(in.program, site, {})) {
-          c->program.name = fmt::format("{}@{}:{}", name, in.origin, in.program.name);
+          c->program.name = fmt::format("{}.{}.{}", name, in.origin, in.program.name);
           out.push_back({"strategy", std::move(c->program)});
         }
   }

@@ -19,7 +19,7 @@
 namespace steptp::backend::testing {
 
 struct StrategyResultSet {
-  std::vector<SuiteProgram> programs;  // origin "strategy", name "<strategy>@<input>#<n>"
+  std::vector<SuiteProgram> programs;  // origin "strategy", name "<strategy>.<origin>.<input>.<n>"
   int raw = 0;                         // results before deduplication
   int strategy_errors = 0;             // a strategy threw while enumerating or applying
   std::map<std::string, int> per_strategy;  // distinct results kept, by strategy
@@ -52,7 +52,8 @@ inline StrategyResultSet strategy_results(const std::vector<SuiteProgram>& input
       for (auto& c : cands) {
         ++out.raw;
         if (!seen.insert(leir::program_to_text(c.program, false)).second) continue;
-        c.program.name = fmt::format("{}@{}#{}", s->name(), inputs[ii].label(), out.per_strategy[std::string(s->name())]++);
+        c.program.name = fmt::format("{}.{}.{}.{}", s->name(), inputs[ii].origin, inputs[ii].program.name,
+                                     out.per_strategy[std::string(s->name())]++);
         out.programs.push_back({"strategy", std::move(c.program)});
       }
     }

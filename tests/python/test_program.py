@@ -79,3 +79,23 @@ def test_invalid_program_raises_with_position():
             call()
         assert (e.value.line, e.value.col) == (3, 13)
         assert "out of bounds" in e.value.message
+
+
+def test_hostile_names_are_refused_and_aliases_kept(matmul):
+    """Names reach generated source (issue #33): only the grammar's are accepted, in every entry."""
+    with pytest.raises(steptp.ParseError) as e:
+        steptp.Program.from_json(dict(matmul.to_json(), name="x\nint main(){}"))
+    assert 'the program\'s "name" "x\\nint main(){}" is not valid' in e.value.message
+    with pytest.raises(steptp.ParseError) as e:
+        steptp.Program.parse(matmul.text().replace("name matmul", "name evil\\"), name="e.leir")
+    assert (e.value.line, e.value.col) == (1, 6)
+    p = steptp.Program.parse(matmul.text())
+    with pytest.raises(steptp.ParseError):
+        p.name = "a\nb"
+    assert p.name == "matmul"
+    p.name = "resnet-18.v2"
+    assert p.name == "resnet-18.v2"
+    aliased = matmul.to_json()
+    aliased["known"][1]["alias"] = 'w "quoted" # \\'
+    q = steptp.Program.from_json(aliased)
+    assert steptp.Program.parse(q.text()).signature[1]["alias"] == 'w "quoted" # \\'

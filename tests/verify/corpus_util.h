@@ -82,12 +82,13 @@ inline std::vector<CorpusPair> corpus_pairs() {
     p.strategy = j["strategy"].get<std::string>();
     p.tag = p.workload + "/" + p.strategy + "#" + std::to_string(k++);
     const auto& w = corpus_workloads().at(p.workload);
-    auto make = [&](const char* key, const char* suffix) {
-      nlohmann::json rec = {{"name", p.tag + suffix}, {"known", w.record["known"]}, {"leir", j[key]}};
+    auto make = [&](const char* key) {
+      // Named after the workload: the tag's '/' and '#' are no program name (leir/identifiers.h).
+      nlohmann::json rec = {{"name", p.workload}, {"known", w.record["known"]}, {"leir", j[key]}};
       return leir::program_from_json(rec, file);
     };
-    p.before = make("before_leir", "/before");
-    p.after = make("after_leir", "/after");
+    p.before = make("before_leir");
+    p.after = make("after_leir");
     p.equivalent_on_stored_inputs = j["equivalent_on_stored_inputs"].get<bool>();
     out.push_back(std::move(p));
   }

@@ -11,6 +11,7 @@
 #include "backend/accumulation.h"
 #include "backend/c_expr.h"
 #include "leir/diagnostic.h"
+#include "leir/identifiers.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/tensors.h"
@@ -679,6 +680,9 @@ class Emitter : public CExprEmitter {
 }  // namespace
 
 CpuKernelSource generate_cpu_kernel(const leir::Program& p, const CpuCodegenOptions& o) {
+  // Names become C++ identifiers and the program name a comment: refuse anything else, whoever
+  // built the program.
+  leir::check_names(p);
   return Emitter(p, o).run();
 }
 

@@ -12,6 +12,7 @@
 #include "backend/c_expr.h"
 #include "backend/cpu/codegen.h"
 #include "leir/diagnostic.h"
+#include "leir/identifiers.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/tensors.h"
@@ -459,6 +460,11 @@ class Emitter : public CExprEmitter {
 }  // namespace
 
 CudaSource generate_cuda(const leir::Program& p, const std::string& entry, const CudaTarget& target) {
+  // Names become CUDA C identifiers: refuse anything else, whoever built the program.
+  leir::check_names(p);
+  if (!leir::is_c_identifier(entry))
+    throw leir::LeirError(p.file, {},
+                          fmt::format("CUDA entry point {} is not a C identifier", leir::quote_text(entry)));
   return Emitter(p, entry, target).run();
 }
 

@@ -9,6 +9,7 @@
 #include "backend/accumulation.h"
 #include "backend/index_expr.h"
 #include "leir/diagnostic.h"
+#include "leir/identifiers.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/tensors.h"
@@ -533,6 +534,9 @@ struct Emitter {
 }  // namespace
 
 std::string emit_tvmscript(const leir::Program& p, const TirOptions& o) {
+  // Names become Python identifiers and the program name a comment: refuse anything else, whoever
+  // built the program.
+  leir::check_names(p);
   Emitter e(p, o);
   return e.run();
 }
