@@ -1,7 +1,10 @@
 """HTTP client of `steptp serve` (docs/serve.md): scores assistant answers with /v1/score and
 /v1/score/batch. Uses Debian's python3-requests (imported at the first request, so the in-process
 scorer needs no requests); a 429 is retried after its Retry-After; a 503 (the service could
-not judge: it is shutting down) is "no score", a reply with reward None."""
+not judge: it is shutting down, or its worker died under the job) is "no score", a reply with
+reward None. With an API key (the argument, else $STEPTP_API_KEY) every request carries
+"Authorization: Bearer KEY"; a 401 raises PermissionError, a 413 (a program over one of the
+service's limits) ValueError naming the limit."""
 
 import json
 import os
@@ -25,8 +28,10 @@ def as_context(value):
 
 
 class StepTPClient:
-    def __init__(self, url=None, timeout=600.0, retries=20, session=None):
+    def __init__(self, url=None, timeout=600.0, retries=20, session=None, api_key=None):
         self.url = service_url(url)
+        key = api_key if api_key is not None else os.environ.get("STEPTP_API_KEY")
+        self.headers = {"Authorization": "Bearer " + key} if key else {}
         self.timeout = timeout
         self.retries = retries
         self._session = session
@@ -41,7 +46,7 @@ class StepTPClient:
 
     def _post(self, path, body):
         for attempt in range(self.retries + 1):
-            r = self.session.post(self.url + path, json=body, timeout=self.timeout)
+            r = self.session.post(self.url + path, json=body, timeout=self.timeout, headers=self.headers)
             if r.status_code != 429 or attempt == self.retries:
                 break
             time.sleep(float(r.headers.get("Retry-After", "1")))
@@ -51,6 +56,15 @@ class StepTPClient:
             except ValueError:
                 why = "service unavailable"
             return {"reward": None, "infrastructure_failure": why, "status": 503}
+        if r.status_code == 401:
+            raise PermissionError("steptp serve at %s refused the request: missing or wrong API key "
+                                  "(set $STEPTP_API_KEY or pass api_key)" % self.url)
+        if r.status_code == 413:
+            try:
+                why = r.json().get("error", "over a limit of the service")
+            except ValueError:
+                why = "over a limit of the service"
+            raise ValueError("steptp serve refused the request: " + why)
         r.raise_for_status()
         return r.json()
 

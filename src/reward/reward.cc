@@ -170,6 +170,11 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const St
   };
   progress(Stage::Valid);
   Candidate c = candidate_program(parent, step);
+  if (c.program && jg.admissible)
+    if (std::string why = jg.admissible(*c.program); !why.empty()) {
+      c.error = why;
+      c.program.reset();
+    }
   if (!c.program) {
     out["parts"]["validity"] = RewardParts::kInvalid;
     out = fail(out, Stage::Valid, c.error);
@@ -374,6 +379,7 @@ json score(const Context& ctx, std::string_view answer_text, const ScoreOptions&
   Judge j;
   j.improve_threshold = o.improve_threshold;
   j.on_progress = o.on_progress;
+  j.admissible = o.admissible;
   j.verify = [&](const leir::Program& cand, uint64_t) {
     verify::VerifyOptions vo;
     vo.trials = o.verify_trials;

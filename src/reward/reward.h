@@ -92,6 +92,10 @@ struct Judge {
   std::function<std::optional<MeasuredStep>(const leir::Program& candidate, uint64_t canonical_hash)> measure;
   double improve_threshold = 1.05;  // speedup over the parent from which "faster" is passed
   bool single_step = false;         // a list of steps is a format failure (optimize asks for one)
+  // Why a valid candidate may still not be judged ("" when it may): a service's size limits. An
+  // answer over them fails at `valid` — scored, so that a huge program cannot turn the time-out
+  // it would cause into "no score".
+  std::function<std::string(const leir::Program& candidate)> admissible;
   // Called as each answer enters a stage, so a supervisor knows where a crash hit:
   // {"answer": i, "of": n, "done": [outcomes of answers < i], "partial": outcome so far + "entering"}.
   std::function<void(const nlohmann::json& partial)> on_progress;
@@ -120,6 +124,7 @@ struct ScoreOptions {
   // machine-wide measurement lock. Empty: measure_step with default options.
   std::function<MeasuredStep(const Context&, const leir::Program& candidate)> measurer;
   std::function<void(const nlohmann::json& partial)> on_progress;  // Judge::on_progress
+  std::function<std::string(const leir::Program& candidate)> admissible;  // Judge::admissible
 };
 
 // The candidate program of one step: the IR parsed (body-only IR gets the parent's signature) or

@@ -258,6 +258,14 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   o.verify_seed = verify_seed;
   o.measure = bool_field(req, "measure", true);
   json last_progress;
+  o.admissible = [&](const leir::Program& cand) -> std::string {
+    try {
+      check_program_limits(cand, c.limits, "answer");
+      return "";
+    } catch (const LimitExceeded& e) {
+      return e.what();
+    }
+  };
   o.on_progress = [&](const json& p) {
     last_progress = p;
     notify(Notice::Progress, p);

@@ -152,6 +152,78 @@ TEST_F(Limits, ProgramLimitsAreNamedBeforeAnyWork) {
   EXPECT_EQ(server->post("/v1/check", json{{"program", stmts}}).body["limit"], "max_statements");
   // Under every limit: still fine.
   EXPECT_EQ(server->post("/v1/check", json{{"program", nest_program({4, 4})}}).status, 200);
+  // An *answer* over a limit is a scored failure at `valid` (not a time-out turned into no score).
+  json huge_answer = {{"transformed_IR", nest_program({1000000, 1000000})}};
+  auto a = server->post("/v1/score", json{{"answer", "<answer>" + huge_answer.dump() + "</answer>"},
+                                          {"measure", false},
+                                          {"reward_context", {{"root_program", nest_program({4, 4})},
+                                                              {"parent_program", nest_program({4, 4})}}}});
+  ASSERT_EQ(a.status, 200) << a.body.dump();
+  EXPECT_EQ(a.body["answers"][0]["failed_stage"], "valid") << a.body.dump();
+  EXPECT_NE(a.body["answers"][0]["reason"].get<std::string>().find("max_nest_iterations"), std::string::npos);
+  EXPECT_DOUBLE_EQ(a.body["reward"].get<double>(), -0.75);
+}
+
+// The attack that compiled and ran attacker C++ through /v1/measure: text that would close the
+// emitter's comment line and define a constructor creating a file. Through every identifier of
+// both forms, and through every endpoint that compiles or emits code, it is a 4xx and no code runs.
+TEST_F(Limits, InjectionThroughEveryIdentifierOfBothFormsIsRefusedAndRunsNothing) {
+  const std::string marker = fmt::format("/tmp/steptp-injected-{}", getpid());
+  std::remove(marker.c_str());
+  const std::string code = fmt::format(
+      "x\n#include <fcntl.h>\n__attribute__((constructor)) static void pwn() {{ creat(\"{}\", 0644); }}\n//", marker);
+  json base = json::parse(R"({"name": "m", "known": [
+      {"name": "A", "role": "input", "dtype": "f64", "shape": [4]},
+      {"name": "D", "role": "output", "dtype": "f64", "shape": [4]}],
+      "leir": "L^{4}_{i=0}[D^{f64,g}_{i}=A^{f64,g}_{i};];"})");
+  std::vector<std::pair<std::string, json>> cases;
+  auto with = [&](const std::string& what, auto edit) {
+    json p = base;
+    edit(p);
+    cases.push_back({what, p});
+  };
+  with("program name", [&](json& p) { p["name"] = code; });
+  with("tensor name", [&](json& p) {
+    p["known"][0]["name"] = code;
+  });
+  with("tensor name in the body", [&](json& p) {
+    p["leir"] = "L^{4}_{i=0}[D^{f64,g}_{i}=" + code + "^{f64,g}_{i};];";
+  });
+  with("loop variable", [&](json& p) { p["leir"] = "L^{4}_{" + code + "=0}[D^{f64,g}_{i}=A^{f64,g}_{i};];"; });
+  with("dtype", [&](json& p) { p["known"][0]["dtype"] = code; });
+  with("role", [&](json& p) { p["known"][0]["role"] = code; });
+  const std::string body = "\ninput A: f64[4]\noutput D: f64[4]\nL^{4}_{i=0}[D^{f64,g}_{i}=A^{f64,g}_{i};];";
+  std::vector<std::pair<std::string, std::string>> texts = {
+      {"text: program name", "name " + code + body},
+      {"text: tensor name", "input " + code + ": f64[4]\noutput D: f64[4]\nL^{4}_{i=0}[D^{f64,g}_{i}=A^{f64,g}_{i};];"},
+      {"text: name ending in a backslash", "name m\\" + body},
+  };
+  for (const auto& [what, text] : texts) cases.push_back({what, text});
+  for (const auto& [what, program] : cases)
+    for (const char* ep : {"/v1/measure", "/v1/lower", "/v1/check"}) {
+      json req = {{"program", program}};
+      if (std::string(ep) == "/v1/lower") req["target"] = "cpu";
+      auto r = server->post(ep, req);
+      if (std::string(ep) == "/v1/check" && r.status == 200) {
+        EXPECT_FALSE(r.body["valid"].get<bool>()) << what;  // check reports, it does not refuse
+        continue;
+      }
+      EXPECT_GE(r.status, 400) << what << " via " << ep << ": " << r.body.dump();
+      EXPECT_LT(r.status, 500) << what << " via " << ep << ": " << r.body.dump();
+    }
+  // An alias is free text (an ONNX name) without control characters: accepted, and never in
+  // generated code. (With the newlines of `code` it is refused like the rest.)
+  json aliased = base;
+  aliased["known"][0]["alias"] = code;
+  EXPECT_EQ(server->post("/v1/lower", json{{"program", aliased}}).status, 422);
+  aliased["known"][0]["alias"] = "*/ \"); __attribute__((constructor)) static void pwn() {} /* \\";
+  for (const char* target : {"cpu", "cuda", "tir"}) {
+    auto r = server->post("/v1/lower", json{{"program", aliased}, {"target", target}});
+    ASSERT_EQ(r.status, 200) << target << ": " << r.body.dump();
+    EXPECT_EQ(r.body["source"].get<std::string>().find("pwn"), std::string::npos) << target;
+  }
+  EXPECT_EQ(server->post("/v1/measure", json{{"program", aliased}}).status, 200);
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "injected code ran";
 }
 
 TEST(Admission, OverCapacityIs429WithinASecondWhileHealthStaysQuick) {

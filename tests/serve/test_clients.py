@@ -110,3 +110,31 @@ class Clients(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ApiKey(unittest.TestCase):
+    """A service started with --api-key: the client sends $STEPTP_API_KEY (or api_key) as a bearer
+    token, and without it gets a clear PermissionError."""
+
+    def test_bearer_token_from_argument_and_environment(self):
+        exe = os.environ["STEPTP_EXE"]
+        server = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
+                                   "--api-key", "k3y", "--peaks", "none"], stdout=subprocess.PIPE, text=True)
+        try:
+            url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
+            with open(os.path.join(os.environ["STEPTP_SHARED_DIR"], "examples", "matmul.json")) as f:
+                prog = json.load(f)
+            self.assertTrue(steptp_reward.StepTPClient(url, api_key="k3y")._post("/v1/check", {"program": prog})["valid"])
+            os.environ["STEPTP_API_KEY"] = "k3y"
+            try:
+                self.assertTrue(steptp_reward.StepTPClient(url)._post("/v1/check", {"program": prog})["valid"])
+            finally:
+                del os.environ["STEPTP_API_KEY"]
+            with self.assertRaises(PermissionError):
+                steptp_reward.StepTPClient(url)._post("/v1/check", {"program": prog})
+            with self.assertRaises(PermissionError):
+                steptp_reward.StepTPClient(url, api_key="wrong")._post("/v1/check", {"program": prog})
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            server.stdout.close()
