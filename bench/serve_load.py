@@ -6,7 +6,10 @@ one response carrying its own request_id (0 lost, 0 duplicated).
 A bounded client: C threads, each with one keep-alive connection, send requests back to back
 for --seconds per cell. The server is started here (127.0.0.1, a free port) and always stopped.
 
-    bench/serve_load.py build/src/steptp [--seconds 8] [--workers N] [--json]
+    bench/serve_load.py build/src/steptp [--seconds 8] [--workers N] [--json] [--no-sandbox]
+
+Admission bounds are set above the largest concurrency (every request is served, none refused
+with 429); --no-sandbox runs the same cells with the job sandbox off, to measure its cost.
 """
 
 import argparse
@@ -83,10 +86,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-sandbox", action="store_true", help="serve with --no-sandbox (the sandbox's cost)")
     a = ap.parse_args()
 
-    server = subprocess.Popen([a.steptp, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", str(a.workers),
-                               "--queue", "256"], stdout=subprocess.PIPE, text=True)
+    cmd = [a.steptp, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", str(a.workers),
+           "--queue", "256", "--max-inflight-measure", "256"]
+    if a.no_sandbox:
+        cmd.append("--no-sandbox")
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline().strip().rsplit(":", 1)[-1])
         with open(os.path.join(SHARED, "examples", "matmul.json")) as f:
