@@ -62,14 +62,9 @@ Outcome Funnel::evaluate(const leir::Program& parent, double parent_speedup, con
       spend.measured++;
       timed_now = true;
     }
-    reward::MeasuredStep m;
     const tune::PairResult& t = *f.timing;
-    if (!t.ok) {
-      m.error = t.error;
-      m.compiled = t.error.rfind("compile:", 0) != 0;
-      m.infrastructure = t.error == tune::kForkFailed;
-      return m;
-    }
+    if (!t.ok) return reward::MeasuredStep::failed(t.error);
+    reward::MeasuredStep m;
     m.ok = m.compiled = true;
     m.vs_root = t.cmp;
     // Over the parent: the ratio of the two speedups over the root, each from its own session;

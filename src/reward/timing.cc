@@ -68,6 +68,14 @@ backend::cpu::KernelFn compile_kernel(const char* code) {
 
 }  // namespace
 
+MeasuredStep MeasuredStep::failed(const std::string& error) {
+  MeasuredStep m;
+  m.error = error;
+  m.compiled = error.rfind("compile:", 0) != 0;
+  m.infrastructure = error == tune::kForkFailed;
+  return m;
+}
+
 MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent, const leir::Program& candidate,
                           const MeasureSettings& s) {
   MeasuredStep m;
@@ -76,12 +84,7 @@ MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent
   auto res = tune::measure_pairs({root, parent, candidate}, {{1, 2}, {0, 2}}, s.options, s.input_seed,
                                  s.pair_timeout_s, nullptr, &outputs);
   for (const auto& r : res)
-    if (!r.ok) {
-      m.error = r.error;
-      m.compiled = r.error.rfind("compile:", 0) != 0;
-      m.infrastructure = r.error == tune::kForkFailed;
-      return m;
-    }
+    if (!r.ok) return MeasuredStep::failed(r.error);
   m.compiled = m.ok = true;
   m.vs_parent = res[0].cmp;
   m.vs_root = res[1].cmp;

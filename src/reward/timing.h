@@ -36,6 +36,10 @@ struct MeasuredStep {
   // The candidate's compiled outputs compared with the root's compiled outputs on the timing
   // inputs (verify::compare_outputs, the verifier's tolerances); absent: not checked.
   std::optional<verify::VerifyReport> outputs;
+
+  // A comparison that did not run: its error ("compile: ..." when a program did not compile;
+  // tune::kForkFailed, the service's failure, when the measuring child could not start).
+  static MeasuredStep failed(const std::string& error);
 };
 
 struct MeasureSettings {

@@ -16,6 +16,19 @@ import steptp_reward  # noqa: E402
 from steptp_reward import rewards  # noqa: E402
 
 
+def start_server(*args):
+    """`steptp serve` on a free loopback port with `args`: (process, url)."""
+    server = subprocess.Popen([os.environ["STEPTP_EXE"], "serve", "--host", "127.0.0.1", "--port", "0", *args],
+                              stdout=subprocess.PIPE, text=True)
+    return server, server.stdout.readline().strip().rsplit(" ", 1)[-1]
+
+
+def stop_server(server):
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+    server.stdout.close()
+
+
 class Clients(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -83,11 +96,8 @@ class Clients(unittest.TestCase):
 
     # ---- no score: a job out of time while verifying is not a wrong answer ----
     def test_no_score_is_none(self):
-        exe = os.environ["STEPTP_EXE"]
-        server = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
-                                   "--job-timeout", "1", "--peaks", "none"], stdout=subprocess.PIPE, text=True)
+        server, url = start_server("--workers", "1", "--job-timeout", "1", "--peaks", "none")
         try:
-            url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
             # A dead nest the interpreter needs far longer than the job's second to run.
             at = self.matmul.index("B^{8}")
             slow = self.matmul[:at] + "L^{200000000}_{r=0}[T^{f64,g}_{0}=A^{f64,g}_{0,0};];" + self.matmul[at:]
@@ -97,9 +107,7 @@ class Clients(unittest.TestCase):
                                               url=url)
             self.assertEqual(out, [None, -1.0])
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-            server.stdout.close()
+            stop_server(server)
 
     def test_trl_batches_larger_than_one_request(self):
         n = 70  # two /v1/score/batch requests (64 + 6)
@@ -108,20 +116,13 @@ class Clients(unittest.TestCase):
         self.assertEqual(out, [-1.0] * (n - 1) + [0.1])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ApiKey(unittest.TestCase):
     """A service started with --api-key: the client sends $STEPTP_API_KEY (or api_key) as a bearer
     token, and without it gets a clear PermissionError."""
 
     def test_bearer_token_from_argument_and_environment(self):
-        exe = os.environ["STEPTP_EXE"]
-        server = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
-                                   "--api-key", "k3y", "--peaks", "none"], stdout=subprocess.PIPE, text=True)
+        server, url = start_server("--workers", "1", "--api-key", "k3y", "--peaks", "none")
         try:
-            url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
             with open(os.path.join(os.environ["STEPTP_SHARED_DIR"], "examples", "matmul.json")) as f:
                 prog = json.load(f)
             self.assertTrue(steptp_reward.StepTPClient(url, api_key="k3y")._post("/v1/check", {"program": prog})["valid"])
@@ -135,6 +136,8 @@ class ApiKey(unittest.TestCase):
             with self.assertRaises(PermissionError):
                 steptp_reward.StepTPClient(url, api_key="wrong")._post("/v1/check", {"program": prog})
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-            server.stdout.close()
+            stop_server(server)
+
+
+if __name__ == "__main__":
+    unittest.main()
