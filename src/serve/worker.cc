@@ -246,14 +246,15 @@ json run_sandboxed_job(const json& job, const JobConfig& config, const WorkerLim
   }
   kill(-pid, SIGKILL);  // whatever the job left behind
   if (job_status) status = *job_status;
-  std::string why;
-  if (timed_out) why = fmt::format("timed out after {:g} s", budget_s);
-  else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) why = "CPU time limit exceeded";
-  else if (WIFSIGNALED(status)) why = fmt::format("crashed ({})", strsignal(WTERMSIG(status)));
+  std::string why, kind;  // kind: the metric's label (steptp_job_failures_total{kind})
+  if (timed_out) why = fmt::format("timed out after {:g} s", budget_s), kind = "timeout";
+  else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) why = "CPU time limit exceeded", kind = "cpu_limit";
+  else if (WIFSIGNALED(status)) why = fmt::format("crashed ({})", strsignal(WTERMSIG(status))), kind = "crash";
   else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitOom)
-    why = fmt::format("out of memory (limit {} MiB)", lim.memory_bytes >> 20);
-  else why = fmt::format("failed (exit status {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    why = fmt::format("out of memory (limit {} MiB)", lim.memory_bytes >> 20), kind = "out_of_memory";
+  else why = fmt::format("failed (exit status {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1), kind = "failed";
   JobReply r = died_reply(job, last, why);
+  r.body["failure_kind"] = kind;
   return {{"status", r.status}, {"body", r.body}};
 }
 

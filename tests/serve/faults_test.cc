@@ -8,6 +8,8 @@
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "serve/server_process.h"
 #include "serve/serve_test_util.h"
 
@@ -58,6 +60,12 @@ TEST(Faults, CrashHangAndMemoryHogAreScoredFailuresWhileOthersSucceed) {
   auto health = server.client()->Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+  // Each death is counted by kind, apart from the scores.
+  auto m = server.client()->Get("/metrics");
+  ASSERT_TRUE(m);
+  for (const char* kind : {"crash", "timeout", "out_of_memory"})
+    EXPECT_NE(m->body.find(fmt::format("steptp_job_failures_total{{kind=\"{}\"}} 1", kind)), std::string::npos)
+        << kind << "\n" << m->body;
 }
 
 TEST(Faults, FullQueueAnswers429WithRetryAfter) {
