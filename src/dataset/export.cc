@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "base/hash.h"
 #include "dataset/public_format.h"
 #include "dataset/record_stats.h"
@@ -28,18 +29,6 @@ namespace {
 // File hashes keep the basis they have always had (they are in manifests).
 uint64_t fnv(const std::string& s) { return base::fnv1a(s, base::kProgramHashBasis); }
 
-void write_atomic(const fs::path& path, const std::string& data) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-    f << data;
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
-}
 
 json quantiles(std::vector<double> v) {
   if (v.empty()) return json::object();
@@ -245,14 +234,14 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   for (const auto& [name, data] : layout_files) {
     if (data) {
       manifest["files"][name] = search::hex64(fnv(*data));
-      write_atomic(out / name, *data);
+      base::write_file_atomically(out / name, *data);
     } else {
       fs::remove(out / name, ec);
     }
   }
-  write_atomic(out / "steps.jsonl", steps);
-  write_atomic(out / "stats.json", stats_text);
-  write_atomic(out / "manifest.json", manifest.dump(1) + "\n");
+  base::write_file_atomically(out / "steps.jsonl", steps);
+  base::write_file_atomically(out / "stats.json", stats_text);
+  base::write_file_atomically(out / "manifest.json", manifest.dump(1) + "\n");
   sum.stats = stats;
 }
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "backend/cpu/codegen.h"
 #include "backend/cpu/compiler.h"
 #include "search/search.h"
@@ -152,9 +153,7 @@ MachinePeaks cached_peaks(const std::string& path, int threads) {
   all[key] = to_json(p);
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  std::string tmp = fmt::format("{}.{}.tmp", path, getpid());
-  std::ofstream(tmp) << all.dump(2) << "\n";
-  fs::rename(tmp, target);
+  base::write_file_atomically(path, all.dump(2) + "\n");
   return p;
 }
 
