@@ -81,18 +81,4 @@ Directions conflict_directions(const leir::Expr& a, const leir::Expr& b, const s
   return out;
 }
 
-bool injective_over(const leir::Expr& access, const std::vector<leir::Loop>& loops) {
-  // Each loop of extent > 1 must own a dimension whose subscript is k*v + c with that variable
-  // alone; a variable used anywhere else only together with owned variables is still fine.
-  std::set<std::string> owned;
-  for (const auto& idx : access.args) {
-    auto f = to_affine(idx);
-    if (!f) continue;
-    if (auto v = sole_var(*f)) owned.insert(*v);
-  }
-  for (const auto& l : loops)
-    if (l.extent > 1 && !owned.count(l.var)) return false;
-  return true;
-}
-
 }  // namespace steptp::analysis

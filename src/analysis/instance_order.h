@@ -26,9 +26,4 @@ struct Directions {
 // `loops` enclose both accesses (outermost first); `a` and `b` access the same tensor.
 Directions conflict_directions(const leir::Expr& a, const leir::Expr& b, const std::vector<leir::Loop>& loops);
 
-// True when the subscripts of `access` map distinct iterations of `loops` to distinct elements
-// (each loop of extent > 1 pins a dimension of its own, `v + c` / `k*v + c`, or the dimensions
-// are otherwise uniform and independent). Conservative: false when unsure.
-bool injective_over(const leir::Expr& access, const std::vector<leir::Loop>& loops);
-
 }  // namespace steptp::analysis

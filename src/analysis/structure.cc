@@ -108,11 +108,6 @@ bool UseDef::read_after(int item, const std::string& t) const {
     if (items[j].reads.count(t)) return true;
   return false;
 }
-bool UseDef::written_after(int item, const std::string& t) const {
-  for (size_t j = item + 1; j < items.size(); ++j)
-    if (items[j].writes.count(t)) return true;
-  return false;
-}
 bool UseDef::written_before(int item, const std::string& t) const {
   for (int j = 0; j < item && j < static_cast<int>(items.size()); ++j)
     if (items[j].writes.count(t)) return true;
@@ -179,7 +174,7 @@ const Item& item_at(const std::vector<Item>& body, const Path& path) {
 
 namespace {
 std::vector<Item> splice(const std::vector<Item>& body, const Path& path, size_t depth,
-                         std::vector<Item>& replacement, bool keep_original) {
+                         std::vector<Item>& replacement) {
   std::vector<Item> out;
   out.reserve(body.size() + replacement.size());
   for (size_t i = 0; i < body.size(); ++i) {
@@ -189,10 +184,9 @@ std::vector<Item> splice(const std::vector<Item>& body, const Path& path, size_t
     }
     if (depth + 1 == path.size()) {
       for (auto& r : replacement) out.push_back(std::move(r));
-      if (keep_original) out.push_back(body[i]);
     } else {
       Item copy = body[i];
-      copy.nest.body = splice(body[i].nest.body, path, depth + 1, replacement, keep_original);
+      copy.nest.body = splice(body[i].nest.body, path, depth + 1, replacement);
       out.push_back(std::move(copy));
     }
   }
@@ -201,11 +195,7 @@ std::vector<Item> splice(const std::vector<Item>& body, const Path& path, size_t
 }  // namespace
 
 std::vector<Item> replace_item(const std::vector<Item>& body, const Path& path, std::vector<Item> replacement) {
-  return splice(body, path, 0, replacement, false);
-}
-
-std::vector<Item> insert_before(const std::vector<Item>& body, const Path& path, std::vector<Item> items) {
-  return splice(body, path, 0, items, true);
+  return splice(body, path, 0, replacement);
 }
 
 }  // namespace steptp::analysis

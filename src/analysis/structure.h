@@ -50,7 +50,6 @@ struct UseDef {
   bool read_after(int item, const std::string& tensor) const;   // some later item reads it
   bool written_before(int item, const std::string& tensor) const;
   bool read_before(int item, const std::string& tensor) const;
-  bool written_after(int item, const std::string& tensor) const;
   std::vector<int> readers(const std::string& tensor) const;
   std::vector<int> writers(const std::string& tensor) const;
 };
@@ -64,7 +63,5 @@ std::set<std::string> loop_vars(const std::vector<leir::Item>& body);
 const leir::Item& item_at(const std::vector<leir::Item>& body, const Path& path);
 std::vector<leir::Item> replace_item(const std::vector<leir::Item>& body, const Path& path,
                                      std::vector<leir::Item> replacement);  // 0..n items
-std::vector<leir::Item> insert_before(const std::vector<leir::Item>& body, const Path& path,
-                                      std::vector<leir::Item> items);
 
 }  // namespace steptp::analysis

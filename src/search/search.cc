@@ -207,7 +207,7 @@ struct Scored {
 SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
   auto t0 = Clock::now();
   SearchResult res;
-  CostFn cost = opts.cost ? opts.cost : CostFn(model_cost);
+  const auto cost = model_cost;
   auto tc = Clock::now();
   Cost root_cost = cost(root);
   res.stats.cost_s += secs(tc);

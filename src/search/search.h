@@ -10,16 +10,14 @@
 // Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
 // can keep informative non-improving steps.
 //
-// Cost: `CostFn` ranks and prunes candidates. The default is model_cost(), a deterministic
-// analytic model (flops, global/local bytes, parallel and vector loops) — results carry
-// measured=false. `steptp generate` keeps the model here (so trajectories never depend on timing
-// noise) and times the transitions that become records afterwards, on the CPU backend
-// (dataset/measurement.h). Another CostFn (measured=true) can still be plugged in. Determinism:
-// with the model, nothing depends on time or thread scheduling.
+// Cost: model_cost(), a deterministic analytic model (flops, global/local bytes, parallel and
+// vector loops), ranks and prunes candidates — results carry measured=false. `steptp generate`
+// keeps the model here (so trajectories never depend on timing noise) and times the transitions
+// that become records afterwards, on the CPU backend (dataset/measurement.h); measured search is
+// the tuner's (tune/). Determinism: nothing depends on time or thread scheduling.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,7 +58,6 @@ struct Cost {
   double value = 0;    // lower is better (model units or microseconds)
   bool measured = false;
 };
-using CostFn = std::function<Cost(const leir::Program&)>;
 // cost = (flops + bytes/4 + 0.25*local accesses) / parallel speedup / vector speedup, per nest.
 Cost model_cost(const leir::Program& p);
 
@@ -75,7 +72,6 @@ struct SearchOptions {
   int params_per_site = 2;
   int verify_trials = 3;
   double improve_threshold = 1.0005;  // speedup vs parent above which a step counts as improving
-  CostFn cost;                        // empty: model_cost
 };
 
 struct Step {

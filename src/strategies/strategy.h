@@ -120,10 +120,10 @@ class Strategy {
 
 // The registry: all 43 strategies in the order of STRATEGIES.md.
 inline constexpr int kStrategyCount = 43;
-// The 43 names of STRATEGIES.md, in order (whether or not each is registered yet).
+// The 43 names of STRATEGIES.md, in order.
 const std::array<std::string_view, kStrategyCount>& strategy_names();
 int strategy_index(std::string_view name);  // -1 if unknown
-// The registered strategies, in STRATEGIES.md order (a strategy not yet linked in is absent).
+// The registered strategies (all 43; the strategies tests check it), in STRATEGIES.md order.
 const std::vector<const Strategy*>& all_strategies();
 const Strategy* find_strategy(std::string_view name);  // nullptr if unknown or not registered
 
