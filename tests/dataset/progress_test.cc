@@ -111,6 +111,7 @@ TEST(Progress, OffWritesNothing) {
 // OUT.err, a file as in a log.
 std::string generate(const fs::path& out, const std::string& extra) {
   const fs::path err = out.parent_path() / (out.filename().string() + ".err");
+  fs::create_directories(out.parent_path());  // the shell opens the .err file before steptp runs
   return fmt::format("{} generate --out {} --seed 3 --programs 4 --composites 1 --no-examples --depth 2 --beam 1 "
                      "--cost model --token-sample 0 --jobs 2 --json {} 2>{}",
                      STEPTP_EXE, out.string(), extra, err.string());
