@@ -1,6 +1,4 @@
 // steptp generate: the Step-TP dataset end to end (dataset/dataset.h).
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
 #include <set>
@@ -8,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/progress.h"
 #include "cli/command.h"
 #include "dataset/cluster.h"
 #include "dataset/dataset.h"
@@ -108,6 +107,10 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                  "write identical bytes");
   sub.add_option("--stop-after", o->stop_after, "testing: stop after N finished roots (resume later)");
   sub.add_flag("--json", *json_out, "print a JSON summary");
+  auto quiet = std::make_shared<bool>(false);
+  sub.add_flag("--quiet", *quiet,
+               "no progress on stderr (by default a status line on a terminal; otherwise a line per stage and "
+               "per finished root with elapsed time and ETA, and a summary line)");
   CLI::App* sub_app = &sub;  // the command outlives its callback: which options were given
   return [=]() -> int {
     auto sc = workloads::parse_size_class(*size);
@@ -130,7 +133,6 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
       std::cerr << "steptp generate: --cost must be measured or model (got '" << *cost << "')\n";
       return 2;
     }
-    o->progress = isatty(2) != 0;
     if (*no_examples) o->examples = false;
     {
       std::set<std::string> given;
@@ -142,9 +144,13 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
     std::unique_ptr<dataset::Cluster> cluster;
     dataset::GenerateSummary s;
     int rc = 0;
+    // Only rank 0 reports (counting its own share of the roots when distributed).
+    std::unique_ptr<Progress> progress;
     try {
       cluster = mpi::join_cluster();
-      if (cluster->rank() != 0) o->progress = false;
+      progress = std::make_unique<Progress>("generate",
+                                            cluster->rank() == 0 ? progress_style(*quiet) : ProgressStyle::Off);
+      o->progress = progress.get();
       s = dataset::generate(*o, *cluster);
     } catch (const std::invalid_argument& e) {
       std::cerr << "steptp generate: " << e.what() << "\n";
@@ -174,6 +180,8 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
                                "every input set), so no step of them is verified: {} (stats.json inconclusive_roots)\n",
                                inconclusive.size(), keys);
     }
+    progress->finish(fmt::format("{} roots ({} resumed), {} records ({} train, {} eval) -> {}", s.roots,
+                                 s.roots_resumed, s.steps, s.train, s.eval, o->out_dir));
     if (*json_out) std::cout << j.dump() << "\n";
     else
       std::cout << fmt::format("{} records ({} train, {} eval; {} multi-answer) from {} programs, {} of 43 strategies, "

@@ -9,8 +9,6 @@
 //   DIR/metrics.json          per program and aggregated metrics
 // --rescore recomputes metrics.json from the events without running anything.
 // Exit 1 on invalid input; a bad answer or a failing server is a counted failure, never an error.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/progress.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "import/onnx_import.h"
@@ -86,7 +85,7 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
     double min_time = 0.05;
     optimize::OptimizeOptions opt;
     optimize::LlmOptions llm;
-    bool single_turn = false, json = false, rescore = false;
+    bool single_turn = false, json = false, rescore = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   o->opt.budget.measured = 32;
@@ -140,6 +139,9 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
       ->check(CLI::IsMember({"ir", "action"}))->capture_default_str();
   sub.add_flag("--rescore", o->rescore, "recompute OUT/metrics.json from OUT/events without running");
   sub.add_flag("--json", o->json, "print metrics.json's object on stdout");
+  sub.add_flag("--quiet", o->quiet,
+               "no progress on stderr (by default a status line on a terminal; otherwise a line per finished "
+               "program, at most one every few seconds, with elapsed time and ETA, and a final line)");
   return [o]() -> int {
     const fs::path out(o->out);
     std::vector<std::string> names;
@@ -178,7 +180,10 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
       if (chat.api_key.empty()) chat.api_key = env_or("OPENAI_API_KEY", "");
       o->llm.format = dataset::answer_format_from(o->answer_format);
       const tune::Machine machine = tune::this_machine(o->threads);
-      const bool tty = isatty(STDERR_FILENO);
+      // Programs of --measure model can take well under a second: a log gets a line every few seconds at most.
+      Progress progress("optimize", progress_style(o->quiet), 3.0);
+      progress.stage_start("run", "program", int(programs.size()), 0,
+                           fmt::format("{} programs, policy {}, search {}", programs.size(), o->policy, o->search));
       for (size_t k = 0; k < programs.size(); ++k) {
         const leir::Program& root = programs[k];
         const uint64_t seed = strategies::mix_seed(o->seed, search::program_hash(root));
@@ -194,7 +199,6 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
         if (o->policy == "random") policy = optimize::make_random_policy(seed);
         else if (o->policy == "model") policy = optimize::make_model_policy(seed, o->threads);
         else policy = optimize::make_llm_policy(o->llm, store);
-        if (tty) std::cerr << fmt::format("[optimize] {}/{} {}\n", k + 1, programs.size(), root.name);
         json r = optimize::optimize_program(root, *policy, store, *runner, opt);
         std::string stem = file_stem(k, root.name);
         std::string ev;
@@ -202,9 +206,13 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
         write_result(out / "events" / (stem + ".jsonl"), ev);
         r.erase("events");
         write_result(out / "programs" / (stem + ".json"), r.dump(1) + "\n");
+        progress.advance(fmt::format("{} done (best speedup {:.2f}x)", root.name,
+                                     r["metrics"]["best_speedup"].get<double>()));
         names.push_back(stem);
         per.push_back(r["metrics"]);
       }
+      progress.stage_end();
+      progress.finish(fmt::format("{} programs -> {}", programs.size(), o->out));
     }
     json agg = optimize::aggregate_metrics(per);
     json per_j = json::object();

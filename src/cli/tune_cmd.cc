@@ -3,11 +3,10 @@
 // program, LEIR.md §1 JSON), DIR/trajectory.json (its steps from the root, each with the
 // strategy, stable site address, typed parameters and step timings), DIR/result.json (the
 // deterministic summary: times, speedup, trials, every trial, cost-model quality) and keeps every
-// measurement in DIR/measurements.sqlite (or --store PATH). Progress on a TTY (stderr);
+// measurement in DIR/measurements.sqlite (or --store PATH). Progress on stderr (base/progress.h:
+// a status line on a TTY, otherwise a line per round every few seconds; --quiet: none);
 // --json prints result.json's object plus "wall_s" and "store" (reused / measured now), the only
 // fields that depend on the clock or the store's history. Exit 1 on invalid input.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/progress.h"
 #include "cli/command.h"
 #include "import/onnx_import.h"
 #include "leir/program_io.h"
@@ -37,7 +37,7 @@ RegisterCommand reg{{"tune", "search for a faster program with measurements in t
     int trials = 64, threads = 0;
     double time_limit = 0;
     uint64_t seed = 0;
-    bool json = false;
+    bool json = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("FILE", o->file, "root program (.json or .leir), one program")->required();
@@ -51,6 +51,9 @@ RegisterCommand reg{{"tune", "search for a faster program with measurements in t
   sub.add_option("--out", o->out, "output folder (default tune-out)");
   sub.add_option("--store", o->store, "measurement store (default OUT/measurements.sqlite)");
   sub.add_flag("--json", o->json, "print one JSON object on stdout");
+  sub.add_flag("--quiet", o->quiet,
+               "no progress on stderr (by default a status line on a terminal; otherwise a line per tuner round, "
+               "at most one every few seconds, with elapsed time and ETA, and a final line)");
   return [o]() -> int {
     auto ps = onnx_import::read_programs_any(o->file);
     if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; tune takes one", o->file, ps.size()));
@@ -63,15 +66,16 @@ RegisterCommand reg{{"tune", "search for a faster program with measurements in t
     t.threads = o->threads;
     t.seed = o->seed;
     t.store_path = o->store.empty() ? (fs::path(o->out) / "measurements.sqlite").string() : o->store;
-    const bool tty = isatty(STDERR_FILENO);
-    auto progress = [&](const tune::Progress& p) {
-      if (!tty) return;
-      std::cerr << fmt::format("\r[tune] round {:>3}  trials {:>4}/{}  best {:.4g} ms  speedup {:.2f}x   ", p.round,
-                               p.trials, p.budget, p.best_ms, p.speedup)
-                << std::flush;
-    };
-    auto r = tune::tune(ps.front(), t, progress);
-    if (tty) std::cerr << "\n";
+    // Rounds can take well under a second: a log gets a line every few seconds at most.
+    Progress progress("tune", progress_style(o->quiet), 3.0);
+    progress.stage_start("search", "trials", t.trials, 0, fmt::format("{}, {} trials", ps.front().name, t.trials));
+    auto r = tune::tune(ps.front(), t, [&](const tune::Progress& p) {
+      progress.report(p.trials,
+                      fmt::format("round {}, best {:.4g} ms, speedup {:.2f}x", p.round, p.best_ms, p.speedup));
+    });
+    progress.stage_end();
+    progress.finish(fmt::format("{}: root {:.4g} ms, best {:.4g} ms, speedup {:.2f}x after {} trials", r.root.name,
+                                r.root_ms, r.best_ms, r.speedup, r.trials));
     auto result = tune::result_json(r);
     write_file(fs::path(o->out) / "best.json", leir::program_to_json(r.best).dump() + "\n");
     write_file(fs::path(o->out) / "trajectory.json", tune::trajectory_json(r).dump(1) + "\n");

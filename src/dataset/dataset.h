@@ -22,6 +22,9 @@
 #include "search/search.h"
 #include "workloads/workload.h"
 
+namespace steptp {
+class Progress;
+}
 namespace steptp::tune {
 class Runner;
 }
@@ -99,7 +102,7 @@ struct GenerateOptions {
   std::string measurements;         // measurement store (SQLite); empty = OUT/measurements.sqlite
   // Testing: stop (exit without export) after this many roots were finished in this run.
   int stop_after = -1;
-  bool progress = false;             // progress line on stderr (TTY only; caller decides)
+  Progress* progress = nullptr;  // stage and per-root progress on stderr (base/progress.h); null: none
 };
 
 struct Root {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "base/hash.h"
+#include "base/progress.h"
 #include "dataset/dataset.h"
 #include "dataset/checkpoint.h"
 #include "dataset/cluster.h"
@@ -134,6 +135,8 @@ GenerateSummary generate(const GenerateOptions& o) {
 GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   auto t0 = Clock::now();
   validate(o);
+  Progress none("generate", ProgressStyle::Off);
+  Progress& progress = o.progress ? *o.progress : none;
   GenerateSummary sum;
   json skipped_roots = json::array();
   std::vector<Root> roots = collect_roots(o, &skipped_roots);
@@ -154,7 +157,11 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     f.close();
     fs::remove(probe, ec);
   }
+  // Sizing measures roots only when asked to (bench shapes): a stage worth a line then.
+  const bool sizing_stage = o.min_root_ms > 0 || o.min_headroom > 0;
+  if (sizing_stage) progress.stage_start("sizing", "root", -1, 0, fmt::format("{} roots", roots.size()));
   const std::vector<RootSizing> sizing = size_roots(roots, o, cluster, &skipped_roots);
+  if (sizing_stage) progress.stage_end();
   if (roots.empty()) throw std::invalid_argument("no roots left after sizing them (--min-root-ms)");
   sum.roots = int(roots.size());
   // Checkpoints: OUT/checkpoint.sqlite (rank 0 merges into it), and each rank's own when
@@ -213,19 +220,26 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
       payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s}};
       db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", mine[j], r.key, payload.dump());
       ++n;
-      if (o.progress) std::cerr << fmt::format("\r[generate] worker {} finished {} ({} roots)   ", k, r.key, n) << std::flush;
+      const std::string error = payload["error"];
+      progress.advance(fmt::format("{} {} ({} records)", r.key, error.empty() ? "done" : "failed",
+                                   payload["records"].size()));
     }
     return 0;
   };
   int J = std::max(1, std::min(o.jobs, int(mine.size())));
   bool stopped = false;
+  {
+    // This rank's roots: all of them in a single process; a resumed run counts on from those done.
+    const int total = sum.roots - int(todo.size() - mine.size());
+    progress.stage_start("search", "root", total, total - int(mine.size()),
+                         fmt::format("{} roots, {} resumed, {} workers", total, sum.roots_resumed, J));
+  }
   if (!mine.empty()) {
     // A crashed worker (exit code -1 or 1) leaves roots undone: they are finished serially below
     // (a root that crashes again aborts the run with a clear error).
     for (int rc : run_workers(J, [&](int k) { return run_worker(k, J, o.stop_after); }))
       if (rc == 3) stopped = true;
   }
-  if (o.progress) std::cerr << "\n";
   if (!stopped) {
     std::set<int> have;
     for (int i : open_checkpoint(rank_db, fp)) have.insert(i);
@@ -235,6 +249,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     mine = left;
     run_worker(0, 1, -1);
   }
+  progress.stage_end();
   // Rank 0 merges what the ranks finished into OUT/checkpoint.sqlite.
   if (distributed) {
     std::vector<std::string> rows;
@@ -321,9 +336,11 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   }
 
   // ---- export ----
+  progress.stage_start("export", "record", -1, 0, fmt::format("{} records", recs.size()));
   export_dataset(recs, keep, {o, roots, families, eval_fams, drops, meas, root_stats, inconclusive_roots, skipped_roots},
                  sum);
   sum.export_s = secs(te);
+  progress.stage_end();
   sum.wall_s = secs(t0);
   return sum;
 }

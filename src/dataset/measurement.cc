@@ -24,6 +24,7 @@
 #include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
+#include "base/progress.h"
 #include "dataset/cluster.h"
 #include "dataset/dataset.h"
 #include "dataset/sharding.h"
@@ -475,20 +476,22 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   if (mem == MAP_FAILED) throw std::runtime_error("cannot map worker timing");
   std::memset(mem, 0, bytes);
   auto* timing = static_cast<WorkerTiming*>(mem);
-  size_t done = 0;
+  Progress none("generate", ProgressStyle::Off);
+  Progress& progress = o.progress ? *o.progress : none;
+  progress.stage_start("measure", "root", int(mine.size()), 0,
+                       fmt::format("{} roots with comparisons to time, {} workers", mine.size(), J));
   auto worker = [&](int k) {
     MeasurementStore store(rank_path);
     for (size_t g = size_t(k); g < mine.size(); g += size_t(J)) {
       MeasureStats st;
-      measure_records(json::parse(mine[g]), o, store, &st);
+      json group = json::parse(mine[g]);
+      const std::string key = group.at(0)["root"]["key"];
+      measure_records(std::move(group), o, store, &st);
       timing[k].compile_s += st.compile_s;
       timing[k].measure_s += st.measure_s;
       timing[k].measured += st.measured;
       timing[k].reused += st.reused;
-      if (o.progress) {
-        ++done;
-        std::cerr << fmt::format("\r[generate] measuring: worker {} finished {} roots   ", k, done) << std::flush;
-      }
+      progress.advance(fmt::format("{} measured ({} comparisons timed, {} reused)", key, st.measured, st.reused));
     }
   };
   // A worker that dies leaves comparisons missing: phase 2 measures them on rank 0.
@@ -497,7 +500,6 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       worker(k);
       return 0;
     });
-  if (o.progress && !mine.empty()) std::cerr << "\n";
   for (int k = 0; k < J; ++k) {
     sum.compile_s += timing[k].compile_s;
     sum.measure_s += timing[k].measure_s;
@@ -544,6 +546,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     }
   }
   sum.reused = sum.pairs - sum.measured;
+  progress.stage_end();
   return sum;
 }
 

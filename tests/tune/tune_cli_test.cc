@@ -1,5 +1,6 @@
 // `steptp tune` end to end with the real CPU runner: a run killed mid-way resumes and its files
-// equal a rerun on its final store; bad options and unreadable files are clear errors.
+// equal a rerun on its final store; bad options and unreadable files are clear errors; progress
+// lines without a TTY, none with --quiet.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -125,6 +127,45 @@ TEST(TuneCli, BadOptionsAndFilesAreClearErrors) {
   r = run("tune " + root.string() + " --out " + (dir / "file").string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("cannot create output folder"), std::string::npos) << r.out;
+}
+
+// stderr to a file (no TTY): a start line, trial lines with done/budget, elapsed and ETA, the
+// stage's end and a final line; stdout is the --json object alone. --quiet: nothing on stderr.
+TEST(TuneCli, WithoutATtyProgressLinesAndQuietNone) {
+  auto dir = tmp("progress");
+  auto root = write_root(dir);
+  const std::string cmd =
+      std::string(STEPTP_EXE) + " tune " + root.string() + " --trials 3 --seed 2 --threads 1 --json";
+  auto r = steptp::testing::run_shell(cmd + " --out " + (dir / "a").string() + " 2>" + (dir / "a.err").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json result = json::parse(r.out);
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(slurp(dir / "a.err"));
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_GE(lines.size(), 3u) << slurp(dir / "a.err");
+  EXPECT_TRUE(
+      std::regex_match(lines.front(), std::regex(R"(tune: search started \(scale, 3 trials\) \| elapsed \d+s)")))
+      << lines.front();
+  const std::regex trial(R"(tune: trials (\d)/3 round \d+, best \S+ ms, speedup \S+x \| elapsed \S+ \| eta \S+)");
+  int last = 0;
+  for (size_t i = 1; i + 2 < lines.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, trial)) << lines[i];
+    EXPECT_GT(std::stoi(m[1]), last) << "trials count up";
+    last = std::stoi(m[1]);
+  }
+  EXPECT_EQ(last, result["trials_measured"].get<int>()) << "the last round's line always shows";
+  EXPECT_TRUE(std::regex_match(lines[lines.size() - 2], std::regex(R"(tune: search done in \S+ \| elapsed \S+)")))
+      << lines[lines.size() - 2];
+  EXPECT_TRUE(std::regex_match(lines.back(), std::regex(R"(tune: finished: scale: root \S+ ms, best \S+ ms, )"
+                                                        R"(speedup \S+x after 3 trials \| wall \S+)")))
+      << lines.back();
+  r = steptp::testing::run_shell(cmd + " --quiet --out " + (dir / "b").string() + " 2>" + (dir / "b.err").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(json::parse(r.out).contains("speedup"));
+  EXPECT_EQ(slurp(dir / "b.err"), "");
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// `steptp optimize` without a TTY (stderr to a file, as in a log): a start line, a line per
+// finished program with done/total, elapsed time and ETA (rate-limited, the last always), the end
+// and a final line; stdout's --json object still parses; --quiet prints nothing on stderr.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "shell_command.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::optimize {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(OptimizeProgress, WithoutATtyLinesAndQuietNone) {
+  const fs::path dir = fs::temp_directory_path() / ("steptp_optimize_progress_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string files;
+  for (const char* name : {"first", "second"}) {
+    std::ofstream(dir / (std::string(name) + ".leir"))
+        << "name " << name << "\ninput A: f64[8,16]\noutput C: f64[8,16]\n"
+        << "B^{8}_{tx=0}L^{16}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];\n";
+    files += " " + (dir / (std::string(name) + ".leir")).string();
+  }
+  // The cheap configuration: random proposals, the analytic cost model instead of timing.
+  const std::string cmd = std::string(STEPTP_EXE) + " optimize" + files +
+                          " --policy random --search greedy --measure model --depth 1 --max-measured 2 --json";
+  auto r = steptp::testing::run_shell(cmd + " --out " + (dir / "a").string() + " 2>" + (dir / "a.err").string());
+  ASSERT_EQ(r.code, 0) << r.out << slurp(dir / "a.err");
+  EXPECT_TRUE(json::parse(r.out).contains("aggregate"));
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(slurp(dir / "a.err"));
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_GE(lines.size(), 4u) << slurp(dir / "a.err");
+  EXPECT_TRUE(std::regex_match(lines.front(), std::regex(R"(optimize: run started \(2 programs, policy random, )"
+                                                         R"(search greedy\) \| elapsed \d+s)")))
+      << lines.front();
+  const std::regex program(
+      R"(optimize: program ([12])/2 (first|second) done \(best speedup \S+x\) \| elapsed \S+ \| eta \S+)");
+  std::smatch m;
+  for (size_t i = 1; i + 2 < lines.size(); ++i) EXPECT_TRUE(std::regex_match(lines[i], program)) << lines[i];
+  ASSERT_TRUE(std::regex_match(lines[lines.size() - 3], m, program)) << lines[lines.size() - 3];
+  EXPECT_EQ(m[1], "2");
+  EXPECT_EQ(m[2], "second");
+  EXPECT_TRUE(std::regex_match(lines[lines.size() - 2], std::regex(R"(optimize: run done in \S+ \| elapsed \S+)")))
+      << lines[lines.size() - 2];
+  EXPECT_TRUE(std::regex_match(lines.back(), std::regex(R"(optimize: finished: 2 programs -> .* \| wall \S+)")))
+      << lines.back();
+  r = steptp::testing::run_shell(cmd + " --quiet --out " + (dir / "b").string() + " 2>" + (dir / "b.err").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(json::parse(r.out).contains("aggregate"));
+  EXPECT_EQ(slurp(dir / "b.err"), "");
+}
+
+}  // namespace
+}  // namespace steptp::optimize
