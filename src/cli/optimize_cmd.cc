@@ -186,15 +186,15 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
                            fmt::format("{} programs, policy {}, search {}", programs.size(), o->policy, o->search));
       for (size_t k = 0; k < programs.size(); ++k) {
         const leir::Program& root = programs[k];
-        const uint64_t seed = strategies::mix_seed(o->seed, search::program_hash(root));
-        opt.funnel.verify_seed = strategies::mix_seed(seed, 0x7e);
+        const uint64_t seed = base::mix_seed(o->seed, search::program_hash(root));
+        opt.funnel.verify_seed = base::mix_seed(seed, 0x7e);
         std::unique_ptr<tune::Runner> runner;
         if (o->measure == "model") runner = std::make_unique<optimize::ModelRunner>(o->threads);
         else
           runner = std::make_unique<tune::CpuRunner>(
               backend::MeasureOptions{.warmup = 2, .min_time_s = o->min_time, .min_repeats = 5, .max_time_s = 2.0,
                                       .stable_rel = 0.02, .threads = machine.threads},
-              strategies::mix_seed(seed, 0x1b));
+              base::mix_seed(seed, 0x1b));
         std::unique_ptr<optimize::Policy> policy;
         if (o->policy == "random") policy = optimize::make_random_policy(seed);
         else if (o->policy == "model") policy = optimize::make_model_policy(seed, o->threads);

@@ -196,7 +196,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
     std::vector<const std::string*> texts;
     for (const auto& [h, t] : programs_by_hash) texts.push_back(&t);
     size_t n = o.token_sample < 0 ? texts.size() : std::min(texts.size(), size_t(o.token_sample));
-    auto pick = strategies::choose_indices(texts.size(), n, strategies::mix_seed(o.seed, 0x70c5));
+    auto pick = strategies::choose_indices(texts.size(), n, base::mix_seed(o.seed, 0x70c5));
     std::sort(pick.begin(), pick.end());
     std::vector<leir::Program> progs;
     for (size_t i : pick) progs.push_back(leir::program_from_text(*texts[i]));

@@ -33,14 +33,14 @@ std::vector<char> filter_records(std::vector<json>& recs, const GenerateOptions&
         if (inv != inverses().end() && inv->second == last) { keep[i] = 0; drops["inverse_of_previous"]++; continue; }
       }
       if (trivial_strategies().count(s) && a["label"] != "improving" && !a.contains("path")) {
-        interp::Rng rng(strategies::mix_seed(o.seed, base::fnv1a(h, base::kProgramHashBasis)));
+        interp::Rng rng(base::mix_seed(o.seed, base::fnv1a(h, base::kProgramHashBasis)));
         if (rng.uniform() >= o.trivial_keep) { keep[i] = 0; drops["trivial_downweighted"]++; continue; }
       }
     }
   }
   // Per-strategy caps, applied in a seeded order so every root gets its chance.
   {
-    auto order = strategies::choose_indices(recs.size(), recs.size(), strategies::mix_seed(o.seed, 0xca9));
+    auto order = strategies::choose_indices(recs.size(), recs.size(), base::mix_seed(o.seed, 0xca9));
     std::map<std::string, int> count;
     for (size_t i : order) {
       if (!keep[i] || recs[i]["kind"] != "single") continue;
@@ -53,7 +53,7 @@ std::vector<char> filter_records(std::vector<json>& recs, const GenerateOptions&
   // order. An over-cap answer is removed; the record goes when its first answer (the one its
   // facts describe) is over cap or fewer than 2 answers remain.
   {
-    auto order = strategies::choose_indices(recs.size(), recs.size(), strategies::mix_seed(o.seed, 0x3a17));
+    auto order = strategies::choose_indices(recs.size(), recs.size(), base::mix_seed(o.seed, 0x3a17));
     std::map<std::string, int> count;
     for (size_t i : order) {
       if (!keep[i] || recs[i]["kind"] != "multi") continue;

@@ -60,7 +60,7 @@ backend::MeasureOptions measure_options(const GenerateOptions& o) {
 }
 
 tune::CpuRunner measurement_runner(const GenerateOptions& o) {
-  return tune::CpuRunner(measure_options(o), strategies::mix_seed(o.seed, 0x3ea5));
+  return tune::CpuRunner(measure_options(o), base::mix_seed(o.seed, 0x3ea5));
 }
 
 json measurement_json(const GenerateOptions& o) {

@@ -19,7 +19,7 @@ std::map<std::string, int> strategy_counts(const std::vector<search::Transition>
 std::set<size_t> contrast_steps(const std::vector<search::Transition>& transitions, int per_root, uint64_t seed) {
   const auto counts = strategy_counts(transitions);
   std::vector<size_t> others;
-  for (size_t i : strategies::choose_indices(transitions.size(), transitions.size(), strategies::mix_seed(seed, 0xc0)))
+  for (size_t i : strategies::choose_indices(transitions.size(), transitions.size(), base::mix_seed(seed, 0xc0)))
     if (transitions[i].path_step == 0 && !counts_as_improving(transitions[i])) others.push_back(i);
   std::stable_sort(others.begin(), others.end(), [&](size_t a, size_t b) {
     return counts.at(transitions[a].strategy) < counts.at(transitions[b].strategy);

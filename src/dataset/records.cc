@@ -302,7 +302,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     // Visit the state's steps in a seeded order so no strategy is favoured by its catalogue
     // position; keep at most `per_strategy_per_state` steps of one strategy.
     std::map<std::string, int> per_strat;
-    auto order = strategies::choose_indices(idx.size(), idx.size(), strategies::mix_seed(seed, uint64_t(s) + 77));
+    auto order = strategies::choose_indices(idx.size(), idx.size(), base::mix_seed(seed, uint64_t(s) + 77));
     std::vector<size_t> visit;
     for (size_t k : order) visit.push_back(idx[k]);
     // Steps of a tuned path first (they are the trajectory), then improving ones (stable within).
@@ -351,7 +351,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
 }  // namespace
 
 json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats, const std::string& store) {
-  const uint64_t seed = strategies::mix_seed(o.seed, search::program_hash(r.program));
+  const uint64_t seed = base::mix_seed(o.seed, search::program_hash(r.program));
   if (o.trajectories == Trajectories::Tune) {
     tune::TuneOptions to;
     to.trials = o.tune_trials;
@@ -374,9 +374,9 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     auto t0 = std::chrono::steady_clock::now();
     auto tuned = tune::tune(r.program, to);
     search::SearchStats st;
-    // The tuner's verify seed (tune/tuner.cc: mix_seed(seed, 0x7e)): its verdicts are reused.
+    // The tuner's verify seed (tune/tuner.cc: base::mix_seed(seed, 0x7e)): its verdicts are reused.
     tune::MeasurementStore store(to.store_path);
-    auto transitions = tuned_transitions(tuned, strategies::mix_seed(seed, 0x7e), o.improve_threshold, &store, &st);
+    auto transitions = tuned_transitions(tuned, base::mix_seed(seed, 0x7e), o.improve_threshold, &store, &st);
     st.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stats) *stats = st;
     return records_from(r, o, transitions, seed);

@@ -75,7 +75,7 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
   std::vector<RootSizing> sizing(roots.size());
   if (!(o.min_root_ms > 0) || !o.measured || o.size != workloads::SizeClass::Bench) return sizing;
   tune::MeasurementStore store(store_path);
-  const uint64_t input_seed = strategies::mix_seed(o.seed, 0x512e);
+  const uint64_t input_seed = base::mix_seed(o.seed, 0x512e);
   std::vector<char> settled(roots.size(), 0), left_out(roots.size(), 0);
   std::vector<std::string> reason(roots.size());
   for (int round = 0; round < kSizingRounds; ++round) {

@@ -26,11 +26,11 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
   const auto& ws = workloads::all_workloads();
   size_t n = o.programs < 0 ? ws.size() : std::min(ws.size(), size_t(o.programs));
   // Spread over the suite: a seeded choice of workloads, kept in suite order.
-  auto idx = strategies::choose_indices(ws.size(), n, strategies::mix_seed(o.seed, 0x5417e));
+  auto idx = strategies::choose_indices(ws.size(), n, base::mix_seed(o.seed, 0x5417e));
   std::sort(idx.begin(), idx.end());
   for (size_t i : idx) {
     const auto& w = ws[i];
-    Root r{"w/" + w.name, w.family, {}, &w, strategies::mix_seed(o.seed, i)};
+    Root r{"w/" + w.name, w.family, {}, &w, base::mix_seed(o.seed, i)};
     try {
       r.program = emit_root_program(r, o.size);
     } catch (const std::invalid_argument& e) {
@@ -43,7 +43,7 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
     roots.push_back(std::move(r));
   }
   if (o.composites > 0) {
-    auto cs = workloads::sample_composites(o.composites, strategies::mix_seed(o.seed, 0xc0),  o.size);
+    auto cs = workloads::sample_composites(o.composites, base::mix_seed(o.seed, 0xc0),  o.size);
     for (size_t i = 0; i < cs.size(); ++i)
       roots.push_back({fmt::format("c/{}", i), "composite",
                        o.size == workloads::SizeClass::Bench ? workloads::to_f32(cs[i]) : cs[i]});

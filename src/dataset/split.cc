@@ -23,7 +23,7 @@ std::set<std::string> eval_families(const std::vector<Root>& roots, double eval_
   for (const auto& r : roots) roots_of[r.family]++;
   const double budget = eval_fraction * double(roots.size());
   int taken = 0;
-  auto fam_order = strategies::choose_indices(families.size(), families.size(), strategies::mix_seed(seed, 0xe7a1));
+  auto fam_order = strategies::choose_indices(families.size(), families.size(), base::mix_seed(seed, 0xe7a1));
   for (size_t i : fam_order) {
     if (eval_fams.size() + 1 >= families.size()) break;
     int n = roots_of[families[i]];

@@ -36,7 +36,7 @@ class LlmPolicy : public Policy {
       int64_t allow = spend.budget().tokens ? spend.token_allowance(o_.chat.max_tokens) - reserved_tokens
                                             : int64_t(o_.chat.max_tokens);
       if (allow <= 0) break;
-      uint64_t seed = strategies::mix_seed(strategies::mix_seed(s.key, draw), uint64_t(i));
+      uint64_t seed = base::mix_seed(base::mix_seed(s.key, draw), uint64_t(i));
       sent.push_back(chat_request(o_.chat, messages, int(allow), seed));
       keys.push_back(tune::measurement_key({"chat", sent.back().dump()}));
       reserved_calls++;

@@ -31,7 +31,7 @@ class ModelPolicy : public Policy {
     std::vector<std::pair<size_t, size_t>> actions;
     for (size_t i = 0; i < menu.size(); ++i)
       for (size_t k = 0; k < menu[i].choices.size(); ++k) actions.push_back({i, k});
-    auto pick = strategies::choose_indices(actions.size(), kRanked, strategies::mix_seed(strategies::mix_seed(seed_, s.key), draw));
+    auto pick = strategies::choose_indices(actions.size(), kRanked, base::mix_seed(base::mix_seed(seed_, s.key), draw));
     std::sort(pick.begin(), pick.end());
     std::vector<size_t> applied;
     std::vector<tune::Features> x;

@@ -23,7 +23,7 @@ class RandomPolicy : public Policy {
     std::vector<std::pair<size_t, size_t>> actions;  // (menu entry, choice)
     for (size_t i = 0; i < menu.size(); ++i)
       for (size_t k = 0; k < menu[i].choices.size(); ++k) actions.push_back({i, k});
-    auto pick = strategies::choose_indices(actions.size(), size_t(n), strategies::mix_seed(strategies::mix_seed(seed_, s.key), draw));
+    auto pick = strategies::choose_indices(actions.size(), size_t(n), base::mix_seed(base::mix_seed(seed_, s.key), draw));
     std::vector<Proposal> out;
     for (size_t p : pick) {
       const auto& m = menu[actions[p].first];

@@ -213,7 +213,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
   res.stats.cost_s += secs(tc);
   verify::VerifyOptions vo;
   vo.trials = opts.verify_trials;
-  vo.seed = strategies::mix_seed(opts.seed, 0x7e41f1);
+  vo.seed = base::mix_seed(opts.seed, 0x7e41f1);
   // Every candidate is verified on the same input sets, so whether a trial is evidence depends
   // on the root alone: a root whose outputs are mostly NaN/inf on all of them would make every
   // candidate inconclusive. Say so once and skip the search instead.
@@ -240,7 +240,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
       const auto& strats = strategies::all_strategies();
       for (size_t si = 0; si < strats.size(); ++si) {
         const auto& S = *strats[si];
-        uint64_t sseed = strategies::mix_seed(strategies::mix_seed(opts.seed, uint64_t(st.index) * 131 + depth), si);
+        uint64_t sseed = base::mix_seed(base::mix_seed(opts.seed, uint64_t(st.index) * 131 + depth), si);
         std::vector<strategies::Site> sites;
         try {
           sites = S.sites(state);
@@ -257,7 +257,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
           }
           if (space.empty()) space.push_back({});
           auto pidx = strategies::choose_indices(space.size(), size_t(opts.params_per_site),
-                                                 strategies::mix_seed(sseed, k + 1));
+                                                 base::mix_seed(sseed, k + 1));
           for (size_t pi : pidx) {
             res.stats.candidates++;
             std::optional<strategies::Candidate> c;

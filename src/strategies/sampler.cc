@@ -33,7 +33,7 @@ std::vector<Candidate> sample_candidates(const Strategy& s, const ScheduleState&
     if (opts.only_site && *opts.only_site != static_cast<int>(i)) continue;
     auto space = s.param_space(p, sites[i]);
     if (space.empty()) continue;
-    for (size_t k : choose_indices(space.size(), static_cast<size_t>(std::max(opts.per_site, 0)), mix_seed(opts.seed, i))) {
+    for (size_t k : choose_indices(space.size(), static_cast<size_t>(std::max(opts.per_site, 0)), base::mix_seed(opts.seed, i))) {
       if (auto c = s.apply(p, sites[i], space[k])) {
         c->site = static_cast<int>(i);
         out.push_back(std::move(*c));
@@ -48,7 +48,7 @@ std::optional<Candidate> sample_one(const Strategy& s, const leir::Program& prog
   const auto& sites = s.sites(p);
   for (size_t i : choose_indices(sites.size(), sites.size(), seed)) {
     auto space = s.param_space(p, sites[i]);
-    for (size_t k : choose_indices(space.size(), space.size(), mix_seed(seed, i))) {
+    for (size_t k : choose_indices(space.size(), space.size(), base::mix_seed(seed, i))) {
       if (auto c = s.apply(p, sites[i], space[k])) {
         c->site = static_cast<int>(i);
         return std::move(*c);

@@ -31,6 +31,4 @@ std::optional<Candidate> sample_one(const Strategy& s, const leir::Program& p, u
 // k distinct indices of [0, n) in draw order (all of them, shuffled, when k >= n).
 std::vector<size_t> choose_indices(size_t n, size_t k, uint64_t seed);
 
-using base::mix_seed;
-
 }  // namespace steptp::strategies

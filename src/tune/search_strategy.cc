@@ -73,13 +73,13 @@ void EvolutionarySearch::expand(int node, uint64_t seed) {
   const auto& all = strategies::all_strategies();
   for (size_t si = 0; si < all.size(); ++si) {
     const auto& s = *all[si];
-    uint64_t sseed = strategies::mix_seed(seed, si);
+    uint64_t sseed = base::mix_seed(seed, si);
     try {
       const auto& sites = s.sites(p);
       for (size_t i : strategies::choose_indices(sites.size(), size_t(o_.sites_per_strategy), sseed)) {
         auto space = s.param_space(p, sites[i]);
         for (size_t k : strategies::choose_indices(space.size(), size_t(o_.params_per_site),
-                                                   strategies::mix_seed(sseed, i + 1))) {
+                                                   base::mix_seed(sseed, i + 1))) {
           auto c = s.apply(p, sites[i], space[k]);
           if (!c) continue;
           add_child(node, TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, space[k]},
@@ -93,7 +93,7 @@ void EvolutionarySearch::expand(int node, uint64_t seed) {
 }
 
 std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limit) {
-  const uint64_t rseed = strategies::mix_seed(o_.seed, uint64_t(round_));
+  const uint64_t rseed = base::mix_seed(o_.seed, uint64_t(round_));
   // Predictions of every node (measured ones rank sources by their measurement instead).
   auto predict_all = [&] {
     std::vector<Features> x;
@@ -113,7 +113,7 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   std::vector<int> sources(measured.begin(), measured.begin() + std::min<long>(o_.sources, long(measured.size())));
   if (round_ > 0)  // in round 0 only the root exists
     sources.insert(sources.end(), open.begin(), open.begin() + std::min<long>(o_.lookahead, long(open.size())));
-  for (int s : sources) expand(s, strategies::mix_seed(rseed, uint64_t(s)));
+  for (int s : sources) expand(s, base::mix_seed(rseed, uint64_t(s)));
   round_++;
   // 2. Selection among open nodes.
   pred = predict_all();
@@ -146,14 +146,14 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   // site before a loop step with dozens of sites and factors), in a seeded order among equals.
   std::vector<const std::vector<size_t>*> by_name, groups;
   for (const auto& [name, positions] : untried) by_name.push_back(&positions);
-  for (size_t g : strategies::choose_indices(by_name.size(), by_name.size(), strategies::mix_seed(rseed, 0xe8)))
+  for (size_t g : strategies::choose_indices(by_name.size(), by_name.size(), base::mix_seed(rseed, 0xe8)))
     groups.push_back(by_name[g]);
   std::stable_sort(groups.begin(), groups.end(), [](const auto* a, const auto* b) { return a->size() < b->size(); });
   std::vector<char> taken(rest.size(), 0);
   const int stratified = std::min({room, o_.explore_untried, int(groups.size())});
   for (size_t g = 0; g < size_t(std::max(0, stratified)); ++g) {
     const auto& positions = *groups[g];
-    const size_t k = positions[strategies::choose_indices(positions.size(), 1, strategies::mix_seed(rseed, 0xe9 + g))[0]];
+    const size_t k = positions[strategies::choose_indices(positions.size(), 1, base::mix_seed(rseed, 0xe9 + g))[0]];
     chosen.push_back(rest[k]);
     taken[k] = 1;
   }
@@ -161,7 +161,7 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   for (size_t k = 0; k < rest.size(); ++k)
     if (!taken[k]) others.push_back(rest[k]);
   const int uniform = budget - int(chosen.size());
-  for (size_t k : strategies::choose_indices(others.size(), size_t(std::max(0, uniform)), strategies::mix_seed(rseed, 0xe7)))
+  for (size_t k : strategies::choose_indices(others.size(), size_t(std::max(0, uniform)), base::mix_seed(rseed, 0xe7)))
     chosen.push_back(others[k]);
   for (int c : chosen) nodes_[size_t(c)].state = Node::State::Selected;
   return chosen;

@@ -70,15 +70,15 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
   if (!runner) {
     auto mo = o.measure;
     mo.threads = r.machine.threads;
-    own = std::make_unique<CpuRunner>(mo, strategies::mix_seed(o.seed, 0x1b));
+    own = std::make_unique<CpuRunner>(mo, base::mix_seed(o.seed, 0x1b));
     runner = own.get();
   }
   MeasurementStore store(o.store_path);
   Comparer comparer(store, *runner);
   SearchOptions so = o.search;
-  so.seed = strategies::mix_seed(o.seed, 0x5e);
+  so.seed = base::mix_seed(o.seed, 0x5e);
   EvolutionarySearch search(root, r.machine, so);
-  const uint64_t verify_seed = strategies::mix_seed(o.seed, 0x7e);
+  const uint64_t verify_seed = base::mix_seed(o.seed, 0x7e);
   RootVerifier verifier(root, verify_seed);
   r.verification = verifier.method();
   CostModel model;

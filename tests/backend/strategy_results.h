@@ -41,9 +41,9 @@ inline StrategyResultSet strategy_results(const std::vector<SuiteProgram>& input
         if (per_input == 0) {
           cands = strategies::sample_candidates(*s, in, {.seed = seed, .per_site = per_site});
         } else {
-          uint64_t base = strategies::mix_seed(strategies::mix_seed(seed, ii), strategies::strategy_index(s->name()));
+          uint64_t base = base::mix_seed(base::mix_seed(seed, ii), strategies::strategy_index(s->name()));
           for (int k = 0; k < per_input; ++k)
-            if (auto c = strategies::sample_one(*s, in, strategies::mix_seed(base, k))) cands.push_back(std::move(*c));
+            if (auto c = strategies::sample_one(*s, in, base::mix_seed(base, k))) cands.push_back(std::move(*c));
         }
       } catch (const std::exception&) {
         ++out.strategy_errors;  // the strategies' own tests own this; here it only loses inputs

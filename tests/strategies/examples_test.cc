@@ -78,10 +78,10 @@ TEST(Composition, FiftySequencesOfFiveVerify) {
     std::string trail;
     for (int step = 0; step < 5; ++step) {
       // First strategy (in a seeded order) that applies.
-      for (size_t k : choose_indices(strategies.size(), strategies.size(), mix_seed(seq, step))) {
+      for (size_t k : choose_indices(strategies.size(), strategies.size(), base::mix_seed(seq, step))) {
         std::optional<Candidate> c;
         try {
-          c = sample_one(*strategies[k], cur, mix_seed(seq * 31 + step, k));
+          c = sample_one(*strategies[k], cur, base::mix_seed(seq * 31 + step, k));
         } catch (const std::exception& e) {
           ADD_FAILURE() << strategies[k]->name() << " threw: " << e.what() << "\n" << leir::print_body(cur.body);
         }

@@ -65,15 +65,15 @@ TEST(Composition, FiveHundredSequencesOfFiveVerify) {
   const char* base_env = std::getenv("STEPTP_COMPOSITION_BASE");
   const uint64_t base = base_env ? std::strtoull(base_env, nullptr, 10) : 0;
   for (uint64_t seq = base; seq < base + 500; ++seq) {
-    const auto& start = starts[mix_seed(seq, 99) % starts.size()];
+    const auto& start = starts[base::mix_seed(seq, 99) % starts.size()];
     leir::Program cur = start;
     std::string trail;
     int applied = 0;
     for (int step = 0; step < 5; ++step) {
-      for (size_t k : choose_indices(strategies.size(), strategies.size(), mix_seed(seq, step))) {
+      for (size_t k : choose_indices(strategies.size(), strategies.size(), base::mix_seed(seq, step))) {
         std::optional<Candidate> c;
         try {
-          c = sample_one(*strategies[k], cur, mix_seed(seq * 31 + step, k));
+          c = sample_one(*strategies[k], cur, base::mix_seed(seq * 31 + step, k));
         } catch (const std::exception& e) {
           ADD_FAILURE() << strategies[k]->name() << " threw: " << e.what();
         }
