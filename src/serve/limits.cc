@@ -1,6 +1,8 @@
 // Request size limits (see limits.h).
 #include "serve/limits.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "leir/tensors.h"
@@ -14,12 +16,6 @@ int64_t capped_mul(int64_t a, int64_t b, int64_t cap) {
   int64_t r = 0;
   if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > cap) return cap + 1;
   return r;
-}
-
-int64_t elements(const std::vector<int64_t>& shape, int64_t cap) {
-  int64_t n = 1;
-  for (int64_t d : shape) n = capped_mul(n, d, cap);
-  return n;
 }
 
 struct Walk {
@@ -73,7 +69,9 @@ void check_program_limits(const leir::Program& p, const RequestLimits& lim, cons
   int64_t total = 0;
   const int64_t cap = lim.max_total_bytes;
   auto add = [&](const std::vector<int64_t>& shape, leir::DType dt) {
-    int64_t n = elements(shape, lim.max_tensor_elements);
+    // A count past int64 is over any limit (the readers reject such a shape already).
+    const std::optional<int64_t> counted = leir::checked_numel(shape);
+    const int64_t n = counted ? *counted : lim.max_tensor_elements + 1;
     if (n > lim.max_tensor_elements)
       throw LimitExceeded("max_tensor_elements", field, double(n), double(lim.max_tensor_elements));
     total = std::min(cap + 1, total + capped_mul(n, leir::byte_size(dt), cap));

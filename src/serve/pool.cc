@@ -187,6 +187,10 @@ double WorkerPool::oldest_running_s() const {
     if (s.busy) oldest = std::max(oldest, now - s.started_ms);
   return double(oldest) / 1000.0;
 }
+bool WorkerPool::stopping() const {
+  std::lock_guard lk(mu_);
+  return stopping_;
+}
 bool WorkerPool::network_isolated() const {
   std::lock_guard lk(mu_);
   return isolated_;

@@ -53,6 +53,7 @@ class WorkerPool {
   int cancelled() const;           // jobs that left the queue because their client had gone
   double oldest_running_s() const; // how long the longest-running job has run (0: none)
   int workers() const { return int(slots_.size()); }
+  bool stopping() const;  // shutdown has begun
   bool network_isolated() const;
   // /health's view of the sandbox: {"enabled", "layers": {layer: bool}, "missing": {layer: why}}.
   nlohmann::json sandbox() const;

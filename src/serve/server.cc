@@ -6,7 +6,6 @@
 #include <httplib.h>
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 #include <future>
 #include <random>
@@ -66,7 +65,7 @@ class Service {
       // A job older than every deadline a worker enforces means a worker no longer answers.
       double oldest = pool_.oldest_running_s();
       bool wedged = o_.wedged_after_s > 0 && oldest > o_.wedged_after_s;
-      std::string status = stopping_ ? "stopping" : wedged ? "wedged" : "ok";
+      std::string status = pool_.stopping() ? "stopping" : wedged ? "wedged" : "ok";
       int code = status == "ok" ? 200 : 503;
       send(res, code, {{"status", status}, {"workers", pool_.workers()}, {"queued", pool_.queued()},
                        {"running", pool_.running()}, {"oldest_job_s", oldest},
@@ -117,10 +116,7 @@ class Service {
   }
 
   // Stops admitting: queued jobs are answered 503, running ones get the grace (then 503).
-  void shutdown(double grace_s) {
-    stopping_ = true;
-    pool_.shutdown(grace_s);
-  }
+  void shutdown(double grace_s) { pool_.shutdown(grace_s); }
 
  private:
   struct Reply {
@@ -235,7 +231,7 @@ class Service {
     if (out.body.is_object() && out.body.contains("failure_kind") && out.body["failure_kind"].is_string())
       metrics_.job_failure(out.body["failure_kind"].get<std::string>());
     else if (out.status == 503)
-      metrics_.job_failure(stopping_ ? "shutdown" : "worker_died");
+      metrics_.job_failure(pool_.stopping() ? "shutdown" : "worker_died");
     if (out.status == 503) out.retry_later = true;
     if (ep == "score" && out.status == 200) count_answers(out.body);
     return out;
@@ -279,7 +275,6 @@ class Service {
   WorkerPool pool_;
   const ConnectionPool* connections_;
   Metrics metrics_;
-  std::atomic<bool> stopping_{false};
 };
 
 // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian built the
@@ -315,16 +310,10 @@ int run_server(const ServeOptions& o, const std::function<void(const std::string
   signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error result, not the end
 
   Listener svr;
-  // The server owns its task queue once created; the service reads the thread counts for
-  // /metrics, so the pool is created here and handed over.
+  // The server takes ownership of its task queue when it starts listening (listen_after_bind,
+  // called once below); the service reads the thread counts for /metrics, so the pool is made here.
   auto* connections = new ConnectionPool(size_t(std::max(4, o.threads)), size_t(std::max(o.threads, o.max_connections)));
-  bool handed_over = false;
-  svr.new_task_queue = [&] {
-    // listen_after_bind asks once; a second listen would need a fresh pool.
-    if (handed_over) return static_cast<httplib::TaskQueue*>(new ConnectionPool(4, size_t(o.max_connections)));
-    handed_over = true;
-    return static_cast<httplib::TaskQueue*>(connections);
-  };
+  svr.new_task_queue = [connections]() -> httplib::TaskQueue* { return connections; };
   Service service(o, connections);
   svr.set_payload_max_length(size_t(o.limits.max_body_bytes));
   // A client that sends nothing for read_timeout_s is dropped (headers and body alike), so idle
@@ -341,7 +330,7 @@ int run_server(const ServeOptions& o, const std::function<void(const std::string
   if (port > 0) svr.raise_backlog(SOMAXCONN);
   if (port <= 0) {
     service.shutdown(0);
-    if (!handed_over) delete connections;
+    delete connections;  // never handed over: the server did not listen
     throw std::runtime_error(fmt::format("cannot listen on {}:{}", o.host, o.port));
   }
   std::thread stopper([&] {
