@@ -20,6 +20,7 @@
 #include "backend/cpu/codegen.h"
 #include "backend/cpu/compiler.h"
 #include "backend_test_util.h"
+#include "file_text.h"
 
 namespace steptp::backend {
 namespace {
@@ -43,13 +44,6 @@ CompilerOptions options(const std::string& dir, const std::string& tag) {
 
 std::string so_path(const KernelCompiler& cc, const std::string& code) {
   return fmt::format("{}/{}.so", cc.cache_dir(), cc.key_of(code));
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 int64_t bytes_in(const std::string& dir) {

@@ -13,6 +13,7 @@
 #include "backend_test_util.h"
 #include "leir/diagnostic.h"
 #include "leir/program_io.h"
+#include "file_text.h"
 
 namespace steptp::backend {
 namespace {
@@ -31,13 +32,6 @@ std::vector<std::pair<std::string, leir::Program>> golden_programs() {
   for (const char* own : {"offset_reduction", "tiled_bound_cached", "fused_softmax"})
     out.emplace_back(own, leir::read_programs(golden_dir() + "/" + own + ".leir").at(0));
   return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // STEPTP_UPDATE_GOLDEN=1 rewrites the files (then review the diff by hand).

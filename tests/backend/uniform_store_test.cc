@@ -20,6 +20,7 @@
 #include "interp/interpreter.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
+#include "file_text.h"
 
 namespace steptp::backend {
 namespace {
@@ -33,11 +34,6 @@ const char* kChain =
     "B^{128}_{tx=0}L^{32}_{a=0}[S^{f64,g}_{tx}=S^{f64,g}_{tx}+sigmoid(G^{f64,g}_{tx,a}+C^{f64,g}_{a});];"
     "B^{128}_{tx=0}[I^{f64,g}=I^{f64,g}+exp(S^{f64,g}_{tx});];"
     "B^{128}_{tx=0}[F^{f64,g}=log(I^{f64,g});];";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 std::string run_capture(const std::string& cmd) {
   std::string out;

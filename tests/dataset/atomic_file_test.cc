@@ -10,18 +10,12 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "file_text.h"
 
 namespace steptp::base {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 TEST(AtomicFile, ReplacesTheTargetWithoutFollowingPlantedTemporaryNames) {
   fs::path dir = fs::temp_directory_path() / ("steptp-atomic-" + std::to_string(getpid()));

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "file_text.h"
 #include "workloads/bench_size.h"
 #include "workloads/workload.h"
 
@@ -22,12 +23,7 @@ namespace steptp::dataset::testing {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-inline std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using ::slurp;  // tests/file_text.h
 
 inline std::vector<json> lines(const fs::path& p) {
   std::vector<json> v;

@@ -12,19 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "shell_command.h"
+#include "file_text.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace steptp::optimize {
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 TEST(OptimizeProgress, WithoutATtyLinesAndQuietNone) {
   const fs::path dir = fs::temp_directory_path() / ("steptp_optimize_progress_" + std::to_string(getpid()));

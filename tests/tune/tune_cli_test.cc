@@ -22,6 +22,7 @@
 #include "tune/database.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
+#include "file_text.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,13 +35,6 @@ fs::path tmp(const std::string& name) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 using Run = steptp::testing::ShellResult;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "file_text.h"
 
 namespace {
 
@@ -14,13 +15,6 @@ struct Result {
   int rc;
   std::string out, err;
 };
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One folder per test process: ctest runs the tests of this file in parallel.
 std::string tmp_dir() { return std::string(STEPTP_BINARY_DIR) + "/cli_test_tmp/" + std::to_string(::getpid()); }
