@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The include-layer check (ARCHITECTURE.md): every `#include "M/..."` in src/ follows the layers.
+
+A module is a folder of src/ that src/CMakeLists.txt builds as a library with
+`steptp_add_module(NAME DIR DEPS ...)`; its layer is what it links. A source of module A may
+include a header of module B only if A is B or A links B (directly or through its DEPS), so the
+include graph can never point up or sideways past what the build declares, and the module graph
+has no cycle. The drivers on top (src/cli, src/mpi) may include any module.
+
+Usage: scripts/check_layers.py [SRC_DIR]   (exit 1 with one line per violation)
+"""
+import pathlib
+import re
+import sys
+
+# Folders that sit above every library: the CLI executable and the MPI cluster backends.
+DRIVERS = {"cli", "mpi"}
+
+MODULE = re.compile(r"steptp_add_module\(\s*(\w+)\s+(\S+)((?:\s+[^)\s]+)*)\s*\)")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+
+
+SET = re.compile(r"set\(\s*(\w+)((?:\s+[^)\s]+)*)\s*\)")
+APPEND = re.compile(r"list\(\s*APPEND\s+(\w+)((?:\s+[^)\s]+)*)\s*\)")
+
+
+def declared_modules(cmake_text):
+    """{dir: set of module dirs it links directly}, in declaration order (${VAR}s of set() and
+    list(APPEND) expanded: a conditional APPEND counts, as a link the build may make)."""
+    variables = {}
+    for name, rest in SET.findall(cmake_text):
+        variables[name] = rest.split()
+    for name, rest in APPEND.findall(cmake_text):
+        variables.setdefault(name, []).extend(rest.split())
+    names = {}
+    deps = {}
+    for name, folder, rest in MODULE.findall(cmake_text):
+        tokens = []
+        for t in rest.split():
+            v = re.fullmatch(r"\$\{(\w+)\}", t)
+            tokens.extend(variables.get(v.group(1), []) if v else [t])
+        linked = [t[len("steptp_"):] for t in tokens if t.startswith("steptp_")]
+        names[name] = folder
+        deps[folder] = linked
+    # DEPS name modules; the check is in folders.
+    return {folder: {names.get(d, d) for d in ds} for folder, ds in deps.items()}
+
+
+def closure(deps):
+    """Transitive links; raises on a cycle (a module may only link modules declared before it)."""
+    order = list(deps)
+    for i, m in enumerate(order):
+        for d in deps[m]:
+            if d in deps and order.index(d) >= i:
+                raise SystemExit(f"check_layers: module {m} links {d}, declared after it (a cycle or an upward link)")
+    reach = {}
+    for m in order:
+        r = set()
+        for d in deps[m]:
+            r.add(d)
+            r |= reach.get(d, set())
+        reach[m] = r
+    return reach
+
+
+def violations(src):
+    reach = closure(declared_modules((src / "CMakeLists.txt").read_text()))
+    out = []
+    for path in sorted(src.rglob("*")):
+        if path.suffix not in (".h", ".cc"):
+            continue
+        module = path.relative_to(src).parts[0]
+        if module in DRIVERS or module not in reach:
+            continue
+        text = path.read_text(errors="replace")
+        for m in INCLUDE.finditer(text):
+            target = m.group(1)
+            if target == module or target not in reach and target not in DRIVERS:
+                continue
+            if target in DRIVERS or target not in reach[module]:
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"{path.relative_to(src.parent)}:{line}: module {module} includes {target}/, "
+                           f"which it does not link (src/CMakeLists.txt DEPS of {module})")
+    return out
+
+
+def main():
+    src = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "src")
+    bad = violations(src)
+    for line in bad:
+        print(line)
+    if bad:
+        print(f"check_layers: {len(bad)} include(s) against the layers")
+        return 1
+    print(f"check_layers: every include of {src} follows the module layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

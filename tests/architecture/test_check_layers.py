@@ -1,0 +1,59 @@
+"""scripts/check_layers.py: the real tree follows its layers, and the check sees a breach."""
+import importlib.util
+import pathlib
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("check_layers", ROOT / "scripts" / "check_layers.py")
+check_layers = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check_layers)
+
+CMAKE = """
+steptp_add_module(base base DEPS fmt::fmt)
+steptp_add_module(leir leir DEPS steptp_base nlohmann_json::nlohmann_json)
+set(_tune_deps steptp_leir)
+list(APPEND _tune_deps SQLite::SQLite3)
+steptp_add_module(tune tune DEPS ${_tune_deps})
+"""
+
+
+def tree(files):
+    d = tempfile.TemporaryDirectory()
+    src = pathlib.Path(d.name) / "src"
+    (src).mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE)
+    for path, text in files.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_text(text)
+    return d, src
+
+
+class CheckLayers(unittest.TestCase):
+    def test_real_tree_follows_the_layers(self):
+        self.assertEqual(check_layers.violations(ROOT / "src"), [])
+
+    def test_downward_and_transitive_includes_pass(self):
+        d, src = tree({"tune/a.cc": '#include "leir/ast.h"\n#include "base/x.h"\n#include "tune/a.h"\n'})
+        with d:
+            self.assertEqual(check_layers.violations(src), [])
+
+    def test_upward_include_is_reported_with_file_and_line(self):
+        d, src = tree({"leir/ast.cc": '// x\n#include "leir/ast.h"\n#include "tune/tuner.h"\n',
+                       "base/b.cc": '#include "cli/main.h"\n'})
+        with d:
+            found = check_layers.violations(src)
+        self.assertEqual(len(found), 2)
+        self.assertTrue(any(f.startswith("src/leir/ast.cc:3: module leir includes tune/") for f in found), found)
+        self.assertTrue(any(f.startswith("src/base/b.cc:1: module base includes cli/") for f in found), found)
+
+    def test_a_module_linking_a_later_one_is_a_cycle(self):
+        d, src = tree({})
+        with d:
+            (src / "CMakeLists.txt").write_text(CMAKE.replace("DEPS fmt::fmt", "DEPS steptp_tune"))
+            with self.assertRaises(SystemExit):
+                check_layers.violations(src)
+
+
+if __name__ == "__main__":
+    unittest.main()
