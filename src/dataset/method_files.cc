@@ -40,6 +40,7 @@ struct Tally {
     return {{"records", records},
             {"answers", answers},
             {"per_strategy", per_strategy},
+            {"strategies", per_strategy.size()},
             {"loop_reorder_vectorization_share", answers ? std::round(1e4 * loop_answers() / answers) / 1e4 : 0.0},
             {"dropped_over_token_cap", dropped_tokens}};
   }
