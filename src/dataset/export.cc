@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "base/hash.h"
+#include "dataset/label_stats.h"
 #include "dataset/method_files.h"
 #include "dataset/public_format.h"
 #include "dataset/record_stats.h"
@@ -119,6 +120,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   int64_t tok_cot = 0;
   std::set<std::string> covered;
   RecordStats record_stats;
+  LabelStats label_stats;
+  EvalCoverage eval_coverage;
   MethodFiles method_files(o.answer_format, tok);
   for (size_t k = 0; k < exported.size(); ++k) {
     json& r = recs[exported[k]];
@@ -149,6 +152,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
     }
     steps += r.dump() + "\n";
     record_stats.add(r);
+    label_stats.add(r);
+    eval_coverage.add(r);
     sum.steps++;
     (r["kind"] == "multi" ? sum.multi : sum.single)++;
     for (const auto& a : r["answers"]) {
@@ -199,6 +204,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                 {"roots_without_shapes", in.skipped_roots},
                 {"roots", in.root_stats}};
   stats.update(record_stats.to_json());
+  stats["label_statistics"] = label_stats.to_json();
+  stats["eval_coverage"] = eval_coverage.to_json();
   if (over_cap) stats["filter_drops"]["over_token_cap"] = over_cap;
   MethodFiles::Output method = method_files.finish();
   stats.update(method.stats);
