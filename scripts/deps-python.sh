@@ -6,10 +6,15 @@
 #     the module beside the CLI (pip install . gets its own copy through pyproject.toml);
 #   * PyPI datasets and pytest in their own venv .venv-datasets: the test that loads the generated
 #     files with datasets.load_dataset("json", ...), and a second run of the package's suite under
-#     NumPy 2 (datasets pulls numpy 2, which Debian's torch 1.13 cannot use).
+#     NumPy 2 (datasets pulls numpy 2, which Debian's torch 1.13 cannot use); with transformers
+#     and trl for tests/dataset/trl_load_test.py: trl.data_utils needs datasets, transformers
+#     (tokenizers and chat templates work without torch) and jinja2, not torch, so trl goes in
+#     with --no-deps (its declared dependencies include accelerate, which needs torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 apt_ensure python3-dev python3-pytest
 venv_ensure .venv --system-site-packages "import nanobind" nanobind==2.9.2
-venv_ensure .venv-datasets "" "import datasets, pytest" datasets==5.2.0 pytest==9.2.0
+venv_ensure .venv-datasets "" "import datasets, pytest, transformers" datasets==5.2.0 pytest==9.2.0 \
+  transformers==5.23.0 jinja2==3.1.6
+venv_ensure .venv-datasets "" "import trl.data_utils" --no-deps trl==1.16.0

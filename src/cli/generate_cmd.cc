@@ -83,7 +83,9 @@ RegisterCommand reg{{"generate", "generate the step-level training dataset (trai
   sub.add_option("--token-sample", o->token_sample,
                  "programs in the LEIR vs TVMScript/C++/CUDA token comparison of stats.json (-1 = all, 0 = off)")
       ->capture_default_str();
-  sub.add_option("--eval-fraction", o->eval_fraction, "share of workload families held out for eval")->capture_default_str();
+  sub.add_option("--eval-fraction", o->eval_fraction,
+                 "share of roots held out for eval: within every family of 3+ roots, plus whole smaller families")
+      ->capture_default_str();
   auto cost = std::make_shared<std::string>("measured");
   sub.add_option("--cost", *cost,
                  "measured: time every exported step on the CPU backend vs its parent and the root "

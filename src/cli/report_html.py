@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""The page of `steptp report DIR`: figures of a dataset written by `steptp generate`.
+"""The page of `steptp report DIR`: figures and tables of a dataset written by `steptp generate`.
 
 usage: report_html.py DIR OUT.html
 
 Reads DIR/stats.json and DIR/steps.jsonl (the C++ command has validated both) and writes ONE
 self-contained HTML page: every figure is an inline SVG drawn by matplotlib (Debian's
 python3-matplotlib), with a caption that says what it measures and whether speedups were measured
-or come from the analytic cost model. No scripts, stylesheets, fonts or images are loaded from
-anywhere. The same inputs give the same bytes (fixed SVG hash salt, no dates).
+or come from the analytic cost model, and tables of the files by training method, the label
+statistics and the eval coverage per family (from stats.json). No scripts, stylesheets, fonts or
+images are loaded from anywhere. The same inputs give the same bytes (fixed SVG hash salt, no dates).
 
 The steptp binary carries this file (src/CMakeLists.txt embeds it) and runs it with
 /usr/bin/python3; exit status 3 means matplotlib is missing.
@@ -264,6 +265,68 @@ table{border-collapse:collapse}td,th{padding:.1rem .6rem;text-align:left;border-
 .note{color:#8a5a00}"""
 
 
+def pct(x):
+    return f"{x:.1%}" if isinstance(x, (int, float)) else "?"
+
+
+def q3(q):
+    """"p25 / median / p75" of a stats.json quantile object ("-" when empty)."""
+    if not q or "median" not in q:
+        return "-"
+    return f"{q['p25']:.4g} / {q['median']:.4g} / {q['p75']:.4g} (max {q['max']:.4g}, n {q['count']})"
+
+
+def tables(stats):
+    """The stats.json tables: files by training method, label statistics, eval coverage per family
+    (as (id, title, caption, header, rows)); datasets from before those fields have none."""
+    out = []
+    files = stats.get("files")
+    if files:
+        rows = []
+        for name, f in files.items():
+            top = sorted(f["per_strategy"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+            rows.append([name, f["records"], f["answers"], pct(f["loop_reorder_vectorization_share"]),
+                         ", ".join(f"{s} {n}" for s, n in top), f["dropped_over_token_cap"]])
+        loop = stats.get("sft_loop_share", {})
+        cap = stats.get("token_cap", {})
+        out.append(("files", "Files by training method",
+                    f"Lines per file (stats.json files); answers: those the file teaches (SFT), the chosen "
+                    f"ones (DPO) or those known for the prompt (RL). loop_reorder + loop_vectorization are "
+                    f"{pct(loop.get('share'))} of the SFT answers (goal at most {pct(loop.get('goal_at_most'))}). "
+                    f"Token cap {cap.get('limit', '?')} Qwen3 tokens: {cap.get('records_dropped', 0)} records "
+                    f"dropped before export, the last column counts lines dropped per file.",
+                    ["file", "lines", "answers", "loop share", "top strategies", "over cap"], rows))
+    ls = stats.get("label_statistics")
+    if ls:
+        rows = [["labels", ", ".join(f"{k} {v}" for k, v in sorted(ls["labels"].items()))],
+                ["measured answers", ls["measured"]],
+                ["CV of the comparison with the parent (p25 / median / p75)", q3(ls["comparison_cv"])],
+                ["CV above 0.05 / 0.1", f"{ls['cv_above']['0.05']} / {ls['cv_above']['0.1']}"],
+                ["repeats per side (p25 / median / p75)", q3(ls["repeats"])],
+                ["answers with a confidence interval", ls["with_ci"]],
+                ["interval low bound", q3(ls["ci_low"])],
+                ["interval high bound", q3(ls["ci_high"])],
+                ["intervals containing 1", ls["ci_contains_1"]],
+                ["noise verdicts", ", ".join(f"{k} {v}" for k, v in sorted(ls["noise_verdicts"].items())) or "-"]]
+        out.append(("labels", "Label statistics",
+                    "Over every answer of steps.jsonl (stats.json label_statistics): the larger coefficient of "
+                    "variation of the two timings of each comparison against the parent, the repeats behind "
+                    "them, and the confidence interval of the speedup over the parent where the records carry "
+                    "one. " + cost_words(stats), ["", "value"], rows))
+    cov = stats.get("eval_coverage")
+    if cov:
+        rows = [[f, c["train_roots"], c["eval_roots"], c["train_records"], c["eval_records"], c["held_out"]]
+                for f, c in cov["per_family"].items()]
+        sp = stats.get("split", {}).get("median_tokens", {})
+        out.append(("coverage", "Eval coverage per family",
+                    f"Roots and records of each family in train and eval (stats.json eval_coverage): eval holds "
+                    f"out whole roots within every family with at least 3 roots and some whole smaller families; "
+                    f"{cov['families_in_eval']} of {cov['families']} families have eval records. Median record "
+                    f"tokens: train {sp.get('train', '?')}, eval {sp.get('eval', '?')} (ratio {sp.get('ratio', '?')}).",
+                    ["family", "train roots", "eval roots", "train records", "eval records", "held out"], rows))
+    return out
+
+
 def page(d, stats, steps):
     figs, notes = [], []
     for f in FIGURES:
@@ -294,6 +357,12 @@ def page(d, stats, steps):
            "<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"]
     for n in notes:
         out.append(f'<p class="note">{e(n)}</p>')
+    for tid, title, cap, header, trows in tables(stats):
+        out.append(f'<section id="table-{tid}" class="report-table"><h2>{e(title)}</h2><table>')
+        out.append("<tr>" + "".join(f"<th>{e(str(h))}</th>" for h in header) + "</tr>")
+        for r in trows:
+            out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+        out.append(f"</table><p>{e(cap)}</p></section>")
     for k, (title, cap, fig) in enumerate(figs, 1):
         out.append(f'<figure id="figure-{k}" class="report-figure"><h2>Figure {k}. {e(title)}</h2>')
         out.append(svg_of(fig, k))

@@ -85,7 +85,7 @@ struct GenerateOptions {
   // Distinct programs (roots, parents, results) in the LEIR vs TVMScript/C++/CUDA token
   // comparison of stats.json (dataset/token_stats.h): a seeded sample; -1 = all, 0 = off.
   int token_sample = 200;
-  double eval_fraction = 0.2;        // share of workload families held out for eval
+  double eval_fraction = 0.2;        // share of roots held out for eval (dataset/split.h)
   // Cost of records (dataset/measurement.h). measured: every record is timed on the CPU backend
   // against its parent and the root (interleaved; kept in the measurement store); false: the
   // analytic model only (fully deterministic, no timing).

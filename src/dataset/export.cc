@@ -10,8 +10,11 @@
 
 #include "base/atomic_file.h"
 #include "base/hash.h"
+#include "dataset/label_stats.h"
+#include "dataset/method_files.h"
 #include "dataset/public_format.h"
 #include "dataset/record_stats.h"
+#include "dataset/split.h"
 #include "dataset/token_stats.h"
 #include "leir/program_io.h"
 #include "search/search.h"
@@ -28,15 +31,6 @@ namespace {
 
 // File hashes keep the basis they have always had (they are in manifests).
 uint64_t fnv(const std::string& s) { return base::fnv1a(s, base::kProgramHashBasis); }
-
-
-json quantiles(std::vector<double> v) {
-  if (v.empty()) return json::object();
-  std::sort(v.begin(), v.end());
-  auto q = [&](double p) { return v[size_t(std::floor(p * double(v.size() - 1)))]; };
-  return {{"min", v.front()}, {"p25", q(0.25)}, {"median", q(0.5)}, {"p75", q(0.75)}, {"max", v.back()},
-          {"count", v.size()}};
-}
 
 }  // namespace
 
@@ -78,13 +72,43 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   const GenerateOptions& o = in.o;
   const auto& roots = in.roots;
   const auto& families = in.families;
-  const auto& eval_fams = in.eval_families;
   const auto& drops = in.drops;
   const auto& meas = in.measurement;
   const fs::path out(o.out_dir);
   std::error_code ec;
   tokenizer::BpeTokenizer tok = tokenizer::BpeTokenizer::load(tokenizer::default_qwen3_path());
   const bool steptp_layout = o.format != "public", public_layout = o.format != "steptp";
+
+  // ---- chat records; a record above the token cap is dropped (ids stay consecutive) ----
+  std::vector<size_t> exported;  // indices into recs, in order
+  std::vector<json> chats;       // make_chat of each exported record
+  int over_cap = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (!keep[i]) continue;
+    json& r = recs[i];
+    r["id"] = fmt::format("{:06d}", exported.size());
+    json chat = make_chat(r, o.answer_format);
+    const size_t ntok = chat_tokens(chat["messages"], tok);
+    if (ntok > kMaxRecordTokens) {
+      over_cap++;
+      continue;
+    }
+    r["tokens"] = ntok;
+    exported.push_back(i);
+    chats.push_back(std::move(chat));
+  }
+
+  // ---- split: whole roots (dataset/split.h), balanced by the records' token counts ----
+  std::vector<SplitRoot> split_in;
+  std::map<std::string, size_t> split_at;
+  for (size_t i : exported) {
+    const json& r = recs[i];
+    auto [it, fresh] = split_at.emplace(r["root"]["key"].get<std::string>(), split_in.size());
+    if (fresh) split_in.push_back({it->first, r["root"]["family"].get<std::string>(), {}});
+    split_in[it->second].tokens.push_back(r["tokens"].get<double>());
+  }
+  const EvalSplit split_of = split_roots(split_in, o.eval_fraction, o.seed);
+
   std::string train, eval, steps, public_train, public_eval;
   std::map<std::string, int> multi_appearances;
   int multi_slots = 0;
@@ -96,29 +120,26 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   int64_t tok_cot = 0;
   std::set<std::string> covered;
   RecordStats record_stats;
-  int n = 0;
-  for (size_t i = 0; i < recs.size(); ++i) {
-    if (!keep[i]) continue;
-    json& r = recs[i];
-    std::string split = eval_fams.count(r["root"]["family"].get<std::string>()) ? "eval" : "train";
+  LabelStats label_stats;
+  EvalCoverage eval_coverage;
+  MethodFiles method_files(o.answer_format, tok);
+  for (size_t k = 0; k < exported.size(); ++k) {
+    json& r = recs[exported[k]];
+    const json& chat = chats[k];
+    std::string split = split_of.roots.count(r["root"]["key"].get<std::string>()) ? "eval" : "train";
     r["split"] = split;
-    r["id"] = fmt::format("{:06d}", n++);
-    json chat = make_chat(r, o.answer_format);
     r["cot"] = make_cot(r);
     std::string chat_line = chat.dump() + "\n";
-    size_t ntok = 0;
-    for (const auto& m : chat["messages"]) ntok += tok.count(m["content"].get<std::string>());
+    const size_t ntok = r["tokens"].get<size_t>();
     tok_cot += int64_t(tok.count(r["cot"].get<std::string>()));
-    r["tokens"] = ntok;
     if (split == "eval") { eval += chat_line; tok_eval.push_back(double(ntok)); sum.eval++; }
     else { train += chat_line; tok_train.push_back(double(ntok)); sum.train++; }
     if (public_layout) {
       json pub = make_public_chat(r);
-      size_t ptok = 0;
-      for (const auto& m : pub["messages"]) ptok += tok.count(m["content"].get<std::string>());
-      (split == "eval" ? tok_public_eval : tok_public_train).push_back(double(ptok));
+      (split == "eval" ? tok_public_eval : tok_public_train).push_back(double(chat_tokens(pub["messages"], tok)));
       (split == "eval" ? public_eval : public_train) += pub.dump() + "\n";
     }
+    method_files.add(r, chat);
     if (r["kind"] == "multi") {
       for (const auto& a : r["answers"]) multi_appearances[a["strategy"].get<std::string>()]++;
       multi_slots += int(r["answers"].size());
@@ -131,6 +152,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
     }
     steps += r.dump() + "\n";
     record_stats.add(r);
+    label_stats.add(r);
+    eval_coverage.add(r);
     sum.steps++;
     (r["kind"] == "multi" ? sum.multi : sum.single)++;
     for (const auto& a : r["answers"]) {
@@ -172,6 +195,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                 {"speedup_vs_parent", quantiles(sp_parent)},
                 {"speedup_vs_root", quantiles(sp_root)},
                 {"filter_drops", drops},
+                {"split", split_of.to_json()},
                 {"tokens", {{"tokenizer", "qwen3"},
                             {"train", quantiles(tok_train)},
                             {"eval", quantiles(tok_eval)},
@@ -180,6 +204,12 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                 {"roots_without_shapes", in.skipped_roots},
                 {"roots", in.root_stats}};
   stats.update(record_stats.to_json());
+  stats["label_statistics"] = label_stats.to_json();
+  stats["eval_coverage"] = eval_coverage.to_json();
+  if (over_cap) stats["filter_drops"]["over_token_cap"] = over_cap;
+  MethodFiles::Output method = method_files.finish();
+  stats.update(method.stats);
+  stats["token_cap"]["records_dropped"] = over_cap;
   if (public_layout)
     stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};
   {
@@ -205,8 +235,12 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
     stats["token_comparison"] = cmp;
   }
   std::string stats_text = stats.dump(1) + "\n";
-  json eval_f = json::array(), train_f = json::array();
-  for (const auto& f : families) (eval_fams.count(f) ? eval_f : train_f).push_back(f);
+  std::set<std::string> train_f, eval_f;  // families with a train (eval) root
+  for (const auto& r : split_in) (split_of.roots.count(r.key) ? eval_f : train_f).insert(r.family);
+  json split_json = split_of.to_json();
+  split_json["train_families"] = train_f;
+  split_json["eval_families"] = eval_f;
+  split_json["families"] = families;
   json inputs = json::array();
   for (const auto& r : roots)
     inputs.push_back({{"key", r.key}, {"family", r.family}, {"name", r.program.name},
@@ -218,7 +252,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                    {"options", options_json(o)},
                    {"seed", o.seed},
                    {"inputs", inputs},
-                   {"split", {{"by", "workload family"}, {"train_families", train_f}, {"eval_families", eval_f}}},
+                   {"split", split_json},
                    {"counts", {{"roots", sum.roots}, {"records", sum.steps}, {"train", sum.train}, {"eval", sum.eval},
                                {"single", sum.single}, {"multi", sum.multi}}},
                    {"files", {{"steps.jsonl", search::hex64(fnv(steps))},
@@ -231,6 +265,11 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
       {"train.jsonl", steptp_layout ? &train : nullptr}, {"eval.jsonl", steptp_layout ? &eval : nullptr},
       {"public_train.jsonl", public_layout ? &public_train : nullptr},
       {"public_eval.jsonl", public_layout ? &public_eval : nullptr}};
+  // The files by training method and LLaMA-Factory's index of them come in this project's chat
+  // form, so with that layout.
+  const std::string dataset_info = method.dataset_info.dump(1) + "\n";
+  for (const auto& [name, data] : method.files) layout_files.push_back({name, steptp_layout ? &data : nullptr});
+  layout_files.push_back({"dataset_info.json", steptp_layout ? &dataset_info : nullptr});
   for (const auto& [name, data] : layout_files) {
     if (data) {
       manifest["files"][name] = search::hex64(fnv(*data));

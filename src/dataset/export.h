@@ -1,6 +1,9 @@
 // Stage "export" of `steptp generate`: the kept records become the dataset's files —
-// train/eval.jsonl (and/or the public layout), steps.jsonl, stats.json, manifest.json — each
+// train/eval.jsonl and the files by training method (dataset/method_files.h) with their
+// dataset_info.json (and/or the public layout), steps.jsonl, stats.json, manifest.json — each
 // written atomically, in record order, so the bytes depend only on the records and options.
+// Records above kMaxRecordTokens (dataset/token_stats.h) are dropped and counted; the split
+// (dataset/split.h) is made here, where the records' token counts are known.
 #pragma once
 
 #include <map>
@@ -24,7 +27,6 @@ struct ExportInputs {
   const GenerateOptions& o;
   const std::vector<Root>& roots;
   const std::vector<std::string>& families;  // sorted, distinct
-  const std::set<std::string>& eval_families;
   const std::map<std::string, int>& drops;   // filter drops by reason
   const MeasureSummary& measurement;
   const nlohmann::json& root_stats;          // per root: key, family, cost estimate, search stats, error
@@ -32,8 +34,8 @@ struct ExportInputs {
   const nlohmann::json& skipped_roots;  // workloads without shapes of the size class (collect_roots)
 };
 
-// Writes the files into o.out_dir from the kept records (`keep[i]`; records gain split, id, cot
-// and tokens) and fills the counts and stats of `sum`. Throws std::runtime_error on I/O errors.
+// Writes the files into o.out_dir from the kept records (`keep[i]`; exported records gain split,
+// id, cot and tokens) and fills the counts and stats of `sum`. Throws std::runtime_error on I/O errors.
 void export_dataset(std::vector<nlohmann::json>& recs, const std::vector<char>& keep, const ExportInputs& in,
                     GenerateSummary& sum);
 

@@ -1,7 +1,8 @@
 // The pipeline of `steptp generate`, one stage per file: roots (roots.cc) → trajectories per root
 // (records.cc: the beam search, or the tuner via tuned_trajectory.h) in forked workers with a
-// checkpoint (checkpoint.h) → filter (filter.h) → measure (measurement.h) → split (split.h) →
-// export (export.h). This file runs the stages, locally or over MPI ranks (cluster.h).
+// checkpoint (checkpoint.h) → filter (filter.h) → measure (measurement.h) → export (export.h,
+// which makes the split of split.h once the records' token counts are known). This file runs the
+// stages, locally or over MPI ranks (cluster.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -291,10 +292,9 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     return sum;
   }
 
-  // ---- gather, filter, split ----
+  // ---- gather, filter (the split is made at export, dataset/split.h) ----
   auto te = Clock::now();
   const std::vector<std::string> families = root_families(roots);
-  const std::set<std::string> eval_fams = eval_families(roots, o.eval_fraction, o.seed);
   std::vector<json> recs;
   json root_stats = json::array();
   // Roots the verifier got no evidence on (outputs mostly NaN/inf by design or on every input
@@ -337,7 +337,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
 
   // ---- export ----
   progress.stage_start("export", "record", -1, 0, fmt::format("{} records", recs.size()));
-  export_dataset(recs, keep, {o, roots, families, eval_fams, drops, meas, root_stats, inconclusive_roots, skipped_roots},
+  export_dataset(recs, keep, {o, roots, families, drops, meas, root_stats, inconclusive_roots, skipped_roots},
                  sum);
   sum.export_s = secs(te);
   progress.stage_end();

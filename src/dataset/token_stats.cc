@@ -19,6 +19,11 @@ namespace {
 
 using nlohmann::json;
 
+// Ratios are written rounded to 4 decimals so stats.json stays readable and byte-stable.
+double round4(double x) { return std::round(x * 1e4) / 1e4; }
+
+}  // namespace
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -26,10 +31,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Ratios are written rounded to 4 decimals so stats.json stays readable and byte-stable.
-double round4(double x) { return std::round(x * 1e4) / 1e4; }
-
-}  // namespace
+size_t chat_tokens(const json& messages, const tokenizer::BpeTokenizer& tok) {
+  size_t n = 0;
+  for (const auto& m : messages) n += kChatFramingTokens + tok.count(m["content"].get<std::string>());
+  return n;
+}
 
 const std::vector<std::string>& token_columns() {
   static const std::vector<std::string> c = {"leir", "leir_decl", "tvmscript", "cpp", "cuda"};

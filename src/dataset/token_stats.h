@@ -23,6 +23,17 @@ class BpeTokenizer;
 
 namespace steptp::dataset {
 
+// The median (mean of the middle two for an even count); 0 for none.
+double median(std::vector<double> v);
+
+// Qwen3 tokens of a chat as its template frames it: every message's content plus the
+// "<|im_start|>ROLE\n" ... "<|im_end|>\n" around it (kChatFramingTokens per message). Records are
+// capped by this count (kMaxRecordTokens, docs/dataset.md "Files"); tests/dataset/trl_load_test.py
+// checks it against the tokenizer's real chat template.
+inline constexpr size_t kChatFramingTokens = 5;
+inline constexpr size_t kMaxRecordTokens = 16384;
+size_t chat_tokens(const nlohmann::json& messages, const tokenizer::BpeTokenizer& tok);
+
 // The texts compared, in this order:
 //   "leir"       the compact body (what the public prompts and answers show);
 //   "leir_decl"  the .leir text: declaration lines + compact body (the whole program);

@@ -30,7 +30,9 @@ GenerateOptions tiny_opts(const std::string& out) {
 
 fs::path tmpdir(const std::string& name) { return testing::tmpdir("dataset_test", name); }
 
-const std::vector<std::string> kFiles = {"train.jsonl", "eval.jsonl", "steps.jsonl", "manifest.json", "stats.json"};
+const std::vector<std::string> kFiles = {"train.jsonl", "eval.jsonl", "steps.jsonl", "manifest.json", "stats.json",
+                                         "sft_messages_train.jsonl", "sft_prompt_completion_eval.jsonl",
+                                         "dpo_train.jsonl", "rl_prompts_eval.jsonl", "dataset_info.json"};
 
 class Generated : public ::testing::Test {
  protected:
@@ -203,12 +205,12 @@ TEST_F(Generated, GpuFlavouredChoicesStateTheirCpuMeaning) {
 }
 
 TEST_F(Generated, NoLeakageBetweenTrainAndEval) {
-  std::set<std::string> train_fam, eval_fam, train_hash, eval_hash;
+  std::set<std::string> train_root, eval_root, train_hash, eval_hash;
   int n_eval = 0, n_train = 0;
   for (const auto& r : lines(*dir_ / "steps.jsonl")) {
     bool ev = r["split"] == "eval";
     (ev ? n_eval : n_train)++;
-    (ev ? eval_fam : train_fam).insert(r["root"]["family"].get<std::string>());
+    (ev ? eval_root : train_root).insert(r["root"]["key"].get<std::string>());
     auto& hs = ev ? eval_hash : train_hash;
     hs.insert(r["root"]["hash"].get<std::string>());
     hs.insert(r["parent_hash"].get<std::string>());
@@ -216,7 +218,7 @@ TEST_F(Generated, NoLeakageBetweenTrainAndEval) {
   }
   EXPECT_GT(n_train, 0);
   EXPECT_GT(n_eval, 0);
-  for (const auto& f : eval_fam) EXPECT_FALSE(train_fam.count(f)) << f;
+  for (const auto& k : eval_root) EXPECT_FALSE(train_root.count(k)) << k;
   for (const auto& h : eval_hash) EXPECT_FALSE(train_hash.count(h)) << h;
 }
 

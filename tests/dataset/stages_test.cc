@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include <map>
@@ -85,29 +86,69 @@ TEST(FilterStage, TrivialStrategiesAreDownWeightedUnlessImprovingOrOnAPath) {
   EXPECT_EQ(drops["trivial_downweighted"], 1);
 }
 
-std::vector<Root> roots_of(const std::map<std::string, int>& sizes) {
-  std::vector<Root> roots;
+// Roots of the given family sizes, every root with `records` records of `tokens` tokens.
+std::vector<SplitRoot> roots_of(const std::map<std::string, int>& sizes, int records = 4, double tokens = 100) {
+  std::vector<SplitRoot> roots;
   for (const auto& [family, n] : sizes)
-    for (int i = 0; i < n; ++i) roots.push_back({family + std::to_string(i), family, {}});
+    for (int i = 0; i < n; ++i)
+      roots.push_back({family + std::to_string(i), family, std::vector<double>(size_t(records), tokens)});
   return roots;
 }
 
-TEST(SplitStage, WholeFamiliesWithinTheEvalShareNeverAll) {
-  auto roots = roots_of({{"conv", 4}, {"matmul", 3}, {"norm", 2}, {"act", 6}, {"loss", 5}});
-  EXPECT_EQ(root_families(roots), (std::vector<std::string>{"act", "conv", "loss", "matmul", "norm"}));
+std::map<std::string, std::pair<int, int>> train_eval_roots(const std::vector<SplitRoot>& roots, const EvalSplit& s) {
+  std::map<std::string, std::pair<int, int>> n;
+  for (const auto& r : roots) (s.roots.count(r.key) ? n[r.family].second : n[r.family].first)++;
+  return n;
+}
+
+TEST(SplitStage, HoldsOutRootsWithinEveryFamilyOfThreeOrMorePlusWholeSmallFamilies) {
+  auto roots =
+      roots_of({{"conv", 4}, {"matmul", 3}, {"attention", 6}, {"norm", 2}, {"act", 1}, {"loss", 2}, {"pool", 1}});
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    auto eval = eval_families(roots, 0.3, seed);
-    ASSERT_FALSE(eval.empty());
-    EXPECT_LT(eval.size(), 5u);
-    int n = 0;
-    for (const auto& r : roots) n += eval.count(r.family);
-    EXPECT_LE(n, 6) << "seed " << seed;  // 0.3 * 20 roots
-    EXPECT_EQ(eval_families(roots, 0.3, seed), eval);
+    EvalSplit s = split_roots(roots, 0.2, seed);
+    auto n = train_eval_roots(roots, s);
+    for (const char* f : {"conv", "matmul", "attention"}) {
+      EXPECT_GE(n[f].second, 1) << f << " seed " << seed;  // eval sees the family ...
+      EXPECT_GE(n[f].first, 2) << f << " seed " << seed;   // ... and training keeps most of it
+    }
+    EXPECT_EQ(n["attention"].second, 1);  // round(0.2 * 6)
+    EXPECT_EQ(s.sampled_families, (std::set<std::string>{"attention", "conv", "matmul"}));
+    ASSERT_FALSE(s.whole_families.empty()) << seed;
+    for (const char* f : {"norm", "act", "loss", "pool"}) {
+      // A small family is never split: all of it in eval (a whole family) or none.
+      EXPECT_TRUE(n[f].first == 0 || n[f].second == 0) << f;
+      EXPECT_EQ(n[f].second > 0, s.whole_families.count(f) > 0) << f;
+    }
+    EXPECT_EQ(split_roots(roots, 0.2, seed).roots, s.roots);  // seeded
   }
-  EXPECT_TRUE(eval_families(roots, 0.0, 1).empty());
-  EXPECT_TRUE(eval_families(roots_of({{"only", 3}}), 0.5, 1).empty());
-  // A family larger than the budget is still taken when nothing else fits: at least one.
-  EXPECT_EQ(eval_families(roots_of({{"a", 10}, {"b", 10}}), 0.1, 3).size(), 1u);
+  EXPECT_TRUE(split_roots(roots, 0.0, 1).roots.empty());
+  EXPECT_TRUE(split_roots(roots_of({{"only", 1}}), 0.5, 1).roots.empty());
+  // One small family alone is never held out whole (training would be empty).
+  auto two = split_roots(roots_of({{"a", 2}}), 0.5, 1);
+  EXPECT_TRUE(two.roots.empty());
+}
+
+// Roots whose records are ten times longer than the others: whatever the seed first draws, swaps
+// within a family bring eval's median token count to train's.
+TEST(SplitStage, SwapsRootsUntilTheTokenMediansAgree) {
+  std::vector<SplitRoot> roots;
+  for (int i = 0; i < 6; ++i)
+    roots.push_back({"a" + std::to_string(i), "a", std::vector<double>(5, i < 3 ? 100.0 : 3000.0)});
+  for (int i = 0; i < 3; ++i) roots.push_back({"b" + std::to_string(i), "b", std::vector<double>(5, 100.0)});
+  int swapped = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    EvalSplit s = split_roots(roots, 0.34, seed);
+    ASSERT_GT(s.train_median_tokens, 0);
+    ASSERT_GT(s.eval_median_tokens, 0);
+    const double ratio = s.eval_median_tokens / s.train_median_tokens;
+    EXPECT_LE(std::abs(ratio - 1), kTokenMedianTarget) << "seed " << seed << " ratio " << ratio;
+    auto n = train_eval_roots(roots, s);
+    EXPECT_EQ(n["a"].second, 2);  // swaps keep each family's eval share
+    EXPECT_EQ(n["b"].second, 1);
+    swapped += s.swaps > 0;
+    EXPECT_EQ(s.to_json()["median_tokens"]["ratio"].get<double>(), std::round(1e4 * ratio) / 1e4);
+  }
+  EXPECT_GT(swapped, 0);  // some seeds draw the long roots into eval first
 }
 
 // Stage "roots" at bench shapes: f32 programs; workloads that cannot reach the bench window are

@@ -84,6 +84,24 @@ class Report(unittest.TestCase):
         self.assertIn("NOT measured", h)
         self.assertIn("analytic cost model", h)
 
+    def test_tables_show_the_files_labels_and_eval_coverage(self):
+        self.assertEqual(self.rep.returncode, 0, self.rep.stderr)
+        h = self.page_text()
+        with open(os.path.join(self.ds, "stats.json")) as f:
+            stats = json.load(f)
+        for tid in ("files", "labels", "coverage"):
+            self.assertIn(f'<section id="table-{tid}"', h)
+        # One row per file with its line count, as stats.json and the file itself say.
+        for name, f in stats["files"].items():
+            with open(os.path.join(self.ds, name)) as lines:
+                self.assertEqual(sum(1 for _ in lines), f["records"], name)
+            self.assertRegex(h, rf"<tr><td>{re.escape(name)}</td><td>{f['records']}</td>")
+        for fam, c in stats["eval_coverage"]["per_family"].items():
+            self.assertIn(f"<tr><td>{html.escape(fam)}</td><td>{c['train_roots']}</td><td>{c['eval_roots']}</td>", h)
+        ls = stats["label_statistics"]
+        self.assertIn(f"<tr><td>answers with a confidence interval</td><td>{ls['with_ci']}</td></tr>", h)
+        self.assertIn(f"<tr><td>measured answers</td><td>{ls['measured']}</td></tr>", h)
+
     def test_every_figure_renders_in_chromium(self):
         self.assertEqual(self.rep.returncode, 0, self.rep.stderr)
         page = os.path.join(self.tmp, "check.html")
