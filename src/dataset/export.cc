@@ -11,6 +11,7 @@
 #include "base/atomic_file.h"
 #include "base/hash.h"
 #include "dataset/public_format.h"
+#include "dataset/reasoning.h"
 #include "dataset/record_stats.h"
 #include "dataset/token_stats.h"
 #include "leir/program_io.h"
@@ -180,6 +181,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                 {"roots_without_shapes", in.skipped_roots},
                 {"roots", in.root_stats}};
   stats.update(record_stats.to_json());
+  // How often the CoT's expectation (dataset/reasoning.h) agrees with the measured label.
+  stats["expectation_agreement"] = expectation_agreement(recs, keep);
   if (public_layout)
     stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};
   {
