@@ -53,7 +53,9 @@ nlohmann::json step_transition(const leir::Program& parent, const leir::Program&
 
 // The reasoning rules (each a signed vote, weight in brackets; the sum's sign is the expectation):
 //  work [2]      flops fall (rise) by at least 5 %: less (more) arithmetic;
-//  traffic [1]   global bytes fall (rise) by at least 5 %;
+//  traffic [1]   global bytes fall (rise) by at least 5 % and the number of top-level items changes
+//                (an intermediate is no longer stored, or newly stored); with the same items the
+//                difference is repeated reads within a statement, which the compiler loads once;
 //  contiguity [1] the changed items' contiguous share rises (falls) by at least 0.05: accesses
 //                stream through cache lines and SIMD lanes (or stop doing so);
 //  inner loop [1] fewer (more) innermost loops stay scalar, i.e. are neither independent (the
