@@ -207,8 +207,8 @@ std::string make_cot(const json& rec) {
   }
   if (rec.contains("machine") && rec["machine"].is_object()) {
     const json& m = rec["machine"];
-    c += "The kernels run on " + num(m["threads"]) + " threads with " + num(m["f32_lanes"]) +
-         " f32 lanes per vector, compiled with " + m["flags"].get<std::string>() + ".\n";
+    c += "The kernels run on " + num(m["threads"]) + (m["threads"] == 1 ? " thread" : " threads") + " with " +
+         num(m["f32_lanes"]) + " f32 lanes per vector, compiled with " + m["flags"].get<std::string>() + ".\n";
   }
   const json analysis = analysis_json(leir::program_from_text(rec["parent_program"].get<std::string>()));
   const bool multi = rec["answers"].size() > 1;

@@ -61,9 +61,10 @@ namespace {
 
 // The machine in one line (dataset/reasoning.h machine_json).
 std::string machine_text(const json& m) {
-  return fmt::format("Machine: {}, {} cores; kernels timed on {} threads; {} vectors of {} bytes ({} f32 lanes); data "
+  const int threads = m["threads"].get<int>();
+  return fmt::format("Machine: {}, {} cores; kernels timed on {} thread{}; {} vectors of {} bytes ({} f32 lanes); data "
                      "caches L1 {} bytes, L2 {} bytes, L3 {} bytes; kernel compiler {} with {}.\n",
-                     m["cpu"].get<std::string>(), m["cores"].dump(), m["threads"].dump(),
+                     m["cpu"].get<std::string>(), m["cores"].dump(), threads, threads == 1 ? "" : "s",
                      m["vector_isa"].get<std::string>(), m["vector_bytes"].dump(), m["f32_lanes"].dump(),
                      m["l1_bytes"].dump(), m["l2_bytes"].dump(), m["l3_bytes"].dump(), m["compiler"].get<std::string>(),
                      m["flags"].get<std::string>());
