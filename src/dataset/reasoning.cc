@@ -365,7 +365,7 @@ json expectation_agreement(const std::vector<json>& recs, const std::vector<char
               {"share", answers ? std::round(1e4 * agree / answers) / 1e4 : 0.0}};
     }
   };
-  Count all;
+  Count all, noise;
   std::map<std::string, Count> per;
   std::map<std::string, std::map<std::string, int>> confusion;
   for (size_t i = 0; i < recs.size(); ++i) {
@@ -376,6 +376,13 @@ json expectation_agreement(const std::vector<json>& recs, const std::vector<char
       const bool agree = (ex == "faster") == (label == "improving");
       for (Count* c : {&all, &per[a["strategy"].get<std::string>()]}) c->answers++, c->agree += agree;
       confusion[ex][label]++;
+      // The measured verdict on the step alone, where the labels give one (cost.noise_verdict:
+      // "faster" | "within_noise" | "slower"): "same" agrees with "within_noise".
+      if (a["cost"].contains("noise_verdict")) {
+        const std::string v = a["cost"]["noise_verdict"];
+        noise.answers++;
+        noise.agree += v == ex || (v == "within_noise" && ex == "same");
+      }
     }
   }
   json ps = json::object();
@@ -383,7 +390,8 @@ json expectation_agreement(const std::vector<json>& recs, const std::vector<char
   return {{"rule", "expectation faster agrees with label improving; same or slower with non_improving or enabling"},
           {"overall", all.to_json()},
           {"per_strategy", ps},
-          {"confusion", confusion}};
+          {"confusion", confusion},
+          {"vs_noise_verdict", noise.to_json()}};
 }
 
 }  // namespace steptp::dataset

@@ -79,7 +79,9 @@ Expectation expect(const nlohmann::json& rec, const nlohmann::json& answer);
 // How often answers[].expectation agrees with the measured label ("faster" with "improving";
 // "same" or "slower" with "non_improving" or "enabling"), overall and per strategy:
 // {"rule", "overall": {"answers", "agree", "share"}, "per_strategy": {name: {...}}, "confusion":
-// {expectation: {label: count}}}. Answers without an expectation are not counted.
+// {expectation: {label: count}}, "vs_noise_verdict": {...}} — the last against the measured
+// verdict on the step alone where the cost has one (cost.noise_verdict "faster" | "within_noise"
+// | "slower"; "same" agrees with "within_noise"). Answers without an expectation are not counted.
 nlohmann::json expectation_agreement(const std::vector<nlohmann::json>& records, const std::vector<char>& keep);
 
 }  // namespace steptp::dataset

@@ -119,10 +119,12 @@ TEST(Reasoning, PromptStatesMachineAndCurrentSpeedup) {
 
 TEST(Reasoning, AgreementCountsExpectationAgainstLabel) {
   auto ans = [](const char* s, const char* ex, const char* label) {
-    return json{{"strategy", s}, {"expectation", ex}, {"label", label}};
+    return json{{"strategy", s}, {"expectation", ex}, {"label", label}, {"cost", json::object()}};
   };
+  json within = ans("loop_reorder", "same", "improving");
+  within["cost"]["noise_verdict"] = "within_noise";
   std::vector<json> recs = {
-      {{"answers", {ans("loop_reorder", "faster", "improving"), ans("loop_reorder", "same", "improving")}}},
+      {{"answers", {ans("loop_reorder", "faster", "improving"), within}}},
       {{"answers", {ans("loop_split", "same", "enabling")}}},
       {{"answers", {ans("loop_split", "faster", "non_improving")}}},  // left out below
   };
@@ -131,6 +133,7 @@ TEST(Reasoning, AgreementCountsExpectationAgainstLabel) {
   EXPECT_EQ(a["per_strategy"]["loop_reorder"]["agree"], 1);
   EXPECT_EQ(a["per_strategy"]["loop_split"]["agree"], 1);
   EXPECT_EQ(a["confusion"]["same"]["improving"], 1);
+  EXPECT_EQ(a["vs_noise_verdict"], (json{{"answers", 1}, {"agree", 1}, {"share", 1.0}}));
 }
 
 }  // namespace
