@@ -21,6 +21,7 @@
 #include "base/progress.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "dataset/reasoning.h"
 #include "import/onnx_import.h"
 #include "leir/program_io.h"
 #include "optimize/metrics.h"
@@ -180,6 +181,8 @@ RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline p
       if (chat.api_key.empty()) chat.api_key = env_or("OPENAI_API_KEY", "");
       o->llm.format = dataset::answer_format_from(o->answer_format);
       const tune::Machine machine = tune::this_machine(o->threads);
+      o->llm.machine = dataset::machine_json(machine);
+      o->llm.speedups_measured = o->measure != "model";
       // Programs of --measure model can take well under a second: a log gets a line every few seconds at most.
       Progress progress("optimize", progress_style(o->quiet), 3.0);
       progress.stage_start("run", "program", int(programs.size()), 0,

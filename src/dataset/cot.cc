@@ -1,16 +1,20 @@
-// The grounded chain-of-thought (sections a-e) and the chat messages of a record.
+// The chain of thought (`<think>`) and the chat messages of a record (docs/dataset.md, "Chain of
+// thought").
 //
-// Every number the CoT writes is a field of the record (tests check it): the decision (c) is
-// argued from the step's "effect" facts (flops, bytes, nests, contiguous accesses and the loops
-// whose kind changed, with their dependence) and the analytic cost model's estimate; the outcome
-// (e) compares the measured speedup with that expectation, so a model learns when a rewrite pays
-// off on the CPU, not just what changed.
+// The CoT argues only from what the prompt states (dataset/prompt.h: program, target, machine,
+// steps so far, the current speedup, the analysis facts) and from the step's effect facts, which
+// follow from the program and the answer (dataset/reasoning.h step_effect): what the nest at the
+// site does, what bounds it, what the step changes, and the expectation the reasoning rules give
+// (dataset/reasoning.h expect). It never states the step's measured outcome, its verification,
+// its label, its place on a trajectory or a cost model's estimate (tests check every number and
+// a list of such phrases), so a model learns to reason to a step, not to quote a measurement.
 #include <cctype>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "dataset/dataset.h"
+#include "dataset/reasoning.h"
 #include "leir/program_io.h"
 
 namespace steptp::dataset {
@@ -70,91 +74,58 @@ std::string purpose(const std::string& s) {
   return it == m.end() ? "rewrites the program" : it->second;
 }
 
-const char* kind_name(const std::string& k) {
-  if (k == "P") return "parallel";
-  if (k == "B") return "bound to a hardware axis";
-  if (k == "V") return "vectorized";
-  if (k == "U") return "unrolled";
-  if (k == "L") return "serial";
-  if (k == "removed") return "removed";
-  return "new";
-}
-
-// The facts that argue for or against the step: what it changes in work, traffic, access
-// pattern and loop kinds.
-std::string grounds(const json& e) {
+// The loops whose kind changes, new loops, and a changed item count: facts the rules do not vote on.
+std::string loop_changes(const json& e) {
   std::string out;
-  auto pair = [&](const char* what, const char* key, const char* unit) {
-    const auto& v = e[key];
-    if (v[0] == v[1]) return;
-    out += std::string(out.empty() ? "" : "; ") + what + " " + num(v[0]) + " -> " + num(v[1]) + unit;
-  };
   for (const auto& l : e["loops"]) {
     std::string before = l["before"], after = l["after"];
     out += std::string(out.empty() ? "" : "; ") + "loop " + l["var"].get<std::string>() + " (extent " + num(l["extent"]) +
            ", " + l["dependence"].get<std::string>() + ") " +
-           (before == "new" ? std::string("is new, ") + kind_name(after) : std::string("becomes ") + kind_name(after));
+           (before == "new" ? "is new, " + loop_kind_name(after) : "becomes " + loop_kind_name(after));
   }
-  pair("flops", "flops", "");
-  pair("global memory traffic", "bytes", " bytes");
-  pair("local/shared buffer accesses", "local_accesses", "");
-  pair("top-level items", "items", "");
-  pair("share of accesses contiguous in their innermost loop", "contiguous_share", "");
-  return out.empty() ? "the modelled work, traffic and access pattern do not change." : out + ".";
+  if (e["items"][0] != e["items"][1])
+    out += std::string(out.empty() ? "" : "; ") + "top-level items " + num(e["items"][0]) + " -> " + num(e["items"][1]);
+  return out;
 }
 
-enum class Expect { Faster, Slower, Neutral };
-
-// The analytic cost model's estimate (flops, bytes, local accesses, parallel and vector loops):
-// kept under cost.model once the step is measured.
-const json& model_cost(const json& a) { return a["cost"]["measured"].get<bool>() ? a["cost"]["model"] : a["cost"]; }
-
-Expect expectation(const json& a) {
-  double s = model_cost(a)["speedup_vs_parent"].get<double>();
-  return s > 1 ? Expect::Faster : s < 1 ? Expect::Slower : Expect::Neutral;
+std::string listed(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
 }
 
-std::string expectation_text(const json& a) {
-  std::string est = "The cost model estimates a speedup of " + num(model_cost(a)["speedup_vs_parent"]) + " over the parent: ";
-  switch (expectation(a)) {
-    case Expect::Faster: return est + "expected faster";
-    case Expect::Slower: return est + "expected slower on its own (it pays off only through later steps, if at all)";
-    case Expect::Neutral: return est + "expected about the same; its value is in the steps it enables";
+// What the reasoning rules conclude for an answer, with their grounds.
+std::string expectation_text(const json& rec, const json& a) {
+  const Expectation x = expect(rec, a);
+  std::string s;
+  if (auto c = loop_changes(a["effect"]); !c.empty()) s += "Effect: " + c + ".\n";
+  if (!x.gains.empty()) s += "For: " + listed(x.gains) + ".\n";
+  if (!x.costs.empty()) s += "Against: " + listed(x.costs) + ".\n";
+  if (!x.notes.empty()) s += "Neutral: " + listed(x.notes) + ".\n";
+  s += "Expectation: ";
+  if (x.verdict == "faster") s += "faster than the current program";
+  else if (x.verdict == "slower") s += "slower than the current program";
+  else if (x.gains.empty()) s += "about the same speed; no rule argues for it, its value lies in what it makes possible";
+  else s += "about the same speed; the reasons for and against balance";
+  return s + ".\n";
+}
+
+// The nest at the site: what it computes, its work and traffic, and which of them bounds it
+// (documented rule: fewer flops than four-byte words moved means traffic bounds it).
+std::string site_text(const json& analysis, int item) {
+  for (const auto& n : analysis["nests"]) {
+    if (n["item"].get<int>() != item) continue;
+    std::string s = "The site is item " + num(n["item"]) + " (" + n["header"].get<std::string>() + "), which writes " +
+                    n["writes"].get<std::string>();
+    if (!n["reads"].get<std::string>().empty()) s += " from " + n["reads"].get<std::string>();
+    const int64_t flops = n["flops"], bytes = n["bytes"];
+    s += ": " + num(n["iterations"]) + " iterations, " + num(n["flops"]) + " flops over " + num(n["bytes"]) + " bytes, " +
+         num(n["contiguous_accesses"]) + " of " + num(n["accesses"]) + " accesses contiguous. ";
+    s += flops * 4 < bytes ? "It does fewer flops than it moves four-byte words, so memory traffic bounds it."
+                           : "It does at least one flop per four-byte word it moves, so arithmetic bounds it.";
+    return s + "\n";
   }
-  return est;
-}
-
-// What the tuner's learned cost model predicted for the result (tuned records).
-std::string learned_text(const json& a) {
-  if (!a.contains("learned_model")) return "";
-  return " The tuner's learned model (trained on this root's measured candidates) predicted " +
-         num(a["learned_model"]["predicted_speedup_vs_root"]) + " over the root.";
-}
-
-// Whether the measured ratio over the parent clears the noise of both timings (the timing
-// policy's rule), with the spread it was judged against.
-std::string noise_text(const json& k) {
-  if (!k.contains("clears_noise")) return "";
-  const json& p = k["vs_parent"];
-  return std::string(k["clears_noise"].get<bool>() ? " (clears" : " (within") + " the noise: CV " + num(p["parent"]["cv"]) +
-         " and " + num(p["result"]["cv"]) + " over " + num(p["parent"]["repeats"]) + " and " +
-         num(p["result"]["repeats"]) + " runs)";
-}
-
-// The label in words; an enabling step names what it enabled (answer.path, record fields).
-std::string label_text(const json& a) {
-  if (a["label"] == "improving") return "an improving step";
-  if (a["label"] != "enabling") return "a non-improving but valid step";
-  const json& p = a["path"];
-  return "an enabling step: not faster on its own, it is step " + num(p["step"]) + " of " + num(p["of"]) +
-         " of the best-found trajectory, whose later steps make the program " + num(p["enabled_speedup"]) +
-         " times faster than this result";
-}
-
-std::string verdict(Expect x, bool improving) {
-  if (x == Expect::Neutral) return "";
-  bool expected_better = x == Expect::Faster;
-  return expected_better == improving ? ", as expected" : ", contrary to the expectation";
+  return "";
 }
 
 }  // namespace
@@ -223,80 +194,53 @@ std::string cpu_meaning(const json& rec, const json& a) {
 
 std::string make_cot(const json& rec) {
   std::string c;
-  // (a) change from the root
-  c += "a) Change from the root: ";
+  // The state, as the prompt gives it.
   if (rec["steps_so_far"].empty()) {
-    c += "none yet; the current program is the root " + rec["root"]["name"].get<std::string>() + ".";
+    c += "The current program is the root; no step has been applied yet.\n";
   } else {
-    c += "applied so far";
-    bool firstc = true;
-    for (const auto& s : rec["steps_so_far"]) {
-      c += firstc ? ": " : ", then ";
-      firstc = false;
-      c += s["strategy"].get<std::string>() + " " + s["params"].dump();
-    }
-    c += std::string(". ") + (rec.value("parent_speedup_measured", false) ? "Measured" : "Modelled") +
-         " speedup of the current program over the root: " + num(rec["parent_speedup_vs_root"]) + ".";
+    const json& last = rec["steps_so_far"].back();
+    c += "The current program comes from the root by the steps so far (last " + last["strategy"].get<std::string>() +
+         " " + last["params"].dump() + "); ";
+    c += rec.value("parent_speedup_measured", false)
+             ? "it runs " + num(rec["parent_speedup_vs_root"]) + " times as fast as the root.\n"
+             : "its speed relative to the root is not known.\n";
   }
-  c += "\n";
-  // (b) facts
-  const auto& f = rec["facts"];
-  c += "b) Facts: " + num(f["items"]) + " top-level items, " + num(f["statements"]) + " statements, " +
-       num(f["flops"]) + " flops and " + num(f["bytes"]) + " bytes of global memory traffic in total.\n";
-  for (const auto& n : f["nests"]) {
-    if (n["header"] == "stmt") continue;
-    c += "  item " + num(n["index"]) + " " + n["header"].get<std::string>() + ": " + num(n["iterations"]) +
-         " statement instances, " + num(n["flops"]) + " flops, " + num(n["bytes"]) + " bytes, " +
-         num(n["parallel_loops"]) + " parallel and " + num(n["vector_loops"]) + " vector loops, " +
-         num(n["carried_loops"]) + " loops carrying a dependence, " + num(n["reduction_loops"]) +
-         " reduction-only loops.\n";
+  if (rec.contains("machine") && rec["machine"].is_object()) {
+    const json& m = rec["machine"];
+    c += "The kernels run on " + num(m["threads"]) + (m["threads"] == 1 ? " thread" : " threads") + " with " +
+         num(m["f32_lanes"]) + " f32 lanes per vector, compiled with " + m["flags"].get<std::string>() + ".\n";
   }
-  if (!f["site_loops"].empty()) {
-    c += "  Dependences at the site (item " + num(f["site_item"]) + "):";
-    for (const auto& l : f["site_loops"]) {
-      c += " loop " + l["var"].get<std::string>() + " (extent " + num(l["extent"]) + ") " +
-           l["dependence"].get<std::string>();
-      if (!l["reason"].get<std::string>().empty()) c += " [" + l["reason"].get<std::string>() + "]";
-      c += ";";
-    }
-    c += "\n";
-  }
-  // (c) decision
-  bool multi = rec["answers"].size() > 1;
-  c += multi ? "c) Decision: several distinct single steps are valid here.\n" : "c) Decision: ";
+  const json analysis = analysis_json(leir::program_from_text(rec["parent_program"].get<std::string>()));
+  const bool multi = rec["answers"].size() > 1;
+  if (multi) c += "Several distinct single steps apply here; each, applied on its own:\n";
+  int shown_site = -2;
   for (const auto& a : rec["answers"]) {
-    if (multi) c += "  - ";
-    c += a["strategy"].get<std::string>() + " at site " + num(a["site"]["index"]) + " (" +
-         a["site"]["description"].get<std::string>() + ") with params " + a["params"].dump() + ": it " +
-         purpose(a["strategy"].get<std::string>()) + "; the strategy is " + a["exactness"].get<std::string>() +
-         ".\n" + std::string(multi ? "    " : "   ") + "Why: " + grounds(a["effect"]) + " " +
-         expectation_text(a) + "." + learned_text(a) + cpu_meaning(rec, a) + "\n";
-  }
-  // (d) exact transition
-  c += "d) Transition:\n";
-  for (const auto& a : rec["answers"]) {
+    const int item = a.value("site_item", -1);
+    std::string b;
+    if (item != shown_site) b += site_text(analysis, item);
+    shown_site = item;
+    b += "Step: " + a["strategy"].get<std::string>() + " with params " + a["params"].dump() + ": it " +
+         purpose(a["strategy"].get<std::string>()) + "; the strategy is " + a["exactness"].get<std::string>() + ".\n";
+    b += expectation_text(rec, a);
+    std::string meaning = cpu_meaning(rec, a);
+    if (!meaning.empty()) b += meaning.substr(1) + "\n";
     const auto& t = a["transition"];
-    if (multi) c += "  " + a["strategy"].get<std::string>() + ":\n";
-    c += "  before:\n";
-    for (const auto& s : t["before"]) c += "    " + s.get<std::string>() + "\n";
-    c += "  after:\n";
-    for (const auto& s : t["after"]) c += "    " + s.get<std::string>() + "\n";
-    for (const auto& s : t["tensors_added"]) c += "  new tensor: " + s.get<std::string>() + "\n";
-    for (const auto& s : t["tensors_removed"]) c += "  removed tensor: " + s.get<std::string>() + "\n";
+    b += "Changed items before:\n";
+    for (const auto& x : t["before"]) b += "  " + x.get<std::string>() + "\n";
+    b += "after:\n";
+    for (const auto& x : t["after"]) b += "  " + x.get<std::string>() + "\n";
+    for (const auto& x : t["tensors_added"]) b += "New tensor: " + x.get<std::string>() + "\n";
+    for (const auto& x : t["tensors_removed"]) b += "Removed tensor: " + x.get<std::string>() + "\n";
+    if (multi) {
+      c += "- " + a["strategy"].get<std::string>() + ":\n";
+      for (size_t p = 0, q; p < b.size(); p = q + 1) {
+        q = b.find('\n', p);
+        c += "  " + b.substr(p, q - p + 1);
+      }
+    } else {
+      c += b;
+    }
   }
-  // (e) outcome
-  c += "e) Outcome:";
-  for (const auto& a : rec["answers"]) {
-    const auto& v = a["verification"];
-    const auto& k = a["cost"];
-    c += std::string(multi ? "\n  - " + a["strategy"].get<std::string>() + ": " : " ") + "verified " +
-         v["class"].get<std::string>() + " against the root over " + num(v["trials"]) + " trials; " +
-         (k["measured"].get<bool>() ? "measured CPU time (ms, median)" : "modelled (not measured) cost") + " " +
-         num(k["parent"]) + " -> " + num(k["result"]) + ", speedup " + num(k["speedup_vs_parent"]) + " over the parent and " +
-         num(k["speedup_vs_root"]) + " over the root" + noise_text(k) + "; " +
-         label_text(a) + verdict(expectation(a), a["label"] == "improving") + ".";
-  }
-  c += "\n";
   return c;
 }
 

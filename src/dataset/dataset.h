@@ -156,7 +156,8 @@ nlohmann::json summary_json(const GenerateSummary& s, const std::string& out_dir
 // `tune_store`: the measurement store the tuner uses (--trajectories tune; empty: the run's).
 nlohmann::json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats = nullptr,
                             const std::string& tune_store = "");
-// The grounded CoT of a record (sections a-e); every number comes from a field of the record.
+// The `<think>` of a record (cot.cc, docs/dataset.md "Chain of thought"): argued from the prompt
+// and the answers' effect facts only (dataset/reasoning.h), never from a measured outcome.
 std::string make_cot(const nlohmann::json& rec);
 // Chat record {"messages":[system,user,assistant], "reward_context": reward_context(rec)}: the
 // prompt of dataset/prompt.h, the answer in format `f`.

@@ -13,6 +13,7 @@
 #include "dataset/label_stats.h"
 #include "dataset/method_files.h"
 #include "dataset/public_format.h"
+#include "dataset/reasoning.h"
 #include "dataset/record_stats.h"
 #include "dataset/split.h"
 #include "dataset/token_stats.h"
@@ -210,6 +211,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   MethodFiles::Output method = method_files.finish();
   stats.update(method.stats);
   stats["token_cap"]["records_dropped"] = over_cap;
+  // How often the CoT's expectation (dataset/reasoning.h) agrees with the measured label.
+  stats["expectation_agreement"] = expectation_agreement(recs, keep);
   if (public_layout)
     stats["tokens"]["public"] = {{"train", quantiles(tok_public_train)}, {"eval", quantiles(tok_public_eval)}};
   {

@@ -35,9 +35,18 @@ inline constexpr size_t kMenuSitesPerStrategy = 12;
 std::vector<MenuSite> action_menu(const leir::Program& p);
 
 // The [system, user] messages for a record's state: rec needs "parent_program" (LEIR text),
-// "steps_so_far" ([{"strategy","params"}]) and "kind" ("single" | "multi"); an optional
-// "feedback" string (multi-turn: what became of the previous proposal) is appended.
+// "steps_so_far" ([{"strategy", "params", "site" (handle, optional)}]) and "kind" ("single" |
+// "multi"). Optional: "target" ("cpu" default | "cuda"), "machine" (dataset/reasoning.h
+// machine_json: the machine the kernels are timed on), "parent_speedup_vs_root" with
+// "parent_speedup_measured" (the current program's speedup over the root; stated only when
+// measured, else "not measured"), "feedback" (multi-turn: what became of the previous proposal).
+// The user message also lists the analysis facts of the program (dataset/reasoning.h
+// analysis_json), so every fact the `<think>` may use is in the prompt.
 nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
+
+// The stable handle (tune/trace.h to_handle) of site `index` of `strategy` in `parent`.
+// Throws std::invalid_argument for an unknown strategy or an index out of range.
+std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index);
 
 // The action-form answer object of a record's answer {"strategy","site":{"index"},"params"}:
 // {"strategy","site": handle,"params"}.

@@ -1,7 +1,6 @@
 // Records: one per verified transition (single-answer) and one multi-answer record per state.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -12,11 +11,12 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "dataset/dataset.h"
 #include "dataset/measurement.h"
+#include "dataset/reasoning.h"
 #include "dataset/record_selection.h"
 #include "dataset/tuned_trajectory.h"
-#include "leir/printer.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
+#include "tune/machine.h"
 
 namespace steptp::dataset {
 namespace {
@@ -24,11 +24,6 @@ namespace {
 using nlohmann::json;
 
 json params_json(const strategies::Params& p) { return json::parse(strategies::params_to_json(p)); }
-
-std::string item_text(const leir::Item& it) {
-  if (it.is_stmt()) return leir::print_stmt(it.stmt);
-  return leir::print_body({it});
-}
 
 // Loop-level dependence facts of top-level nest `index` of `p`.
 json loop_facts(const leir::Program& p, int index) {
@@ -74,136 +69,6 @@ json facts_json(const leir::Program& p, const search::ProgramFacts& pf, int site
   return f;
 }
 
-// The top-level items that differ between parent and result (by printed text): parent items
-// [first, end_a) became result items [first, end_b).
-struct Changed {
-  std::vector<std::string> ta, tb;
-  size_t first = 0, end_a = 0, end_b = 0;
-};
-
-Changed changed_items(const leir::Program& a, const leir::Program& b) {
-  Changed c;
-  for (const auto& it : a.body) c.ta.push_back(item_text(it));
-  for (const auto& it : b.body) c.tb.push_back(item_text(it));
-  const auto &ta = c.ta, &tb = c.tb;
-  size_t pre = 0;
-  while (pre < ta.size() && pre < tb.size() && ta[pre] == tb[pre]) ++pre;
-  size_t suf = 0;
-  while (suf < ta.size() - pre && suf < tb.size() - pre && ta[ta.size() - 1 - suf] == tb[tb.size() - 1 - suf]) ++suf;
-  c.first = pre;
-  c.end_a = ta.size() - suf;
-  c.end_b = tb.size() - suf;
-  return c;
-}
-
-// Loops of top-level items [from, to) with their dependence facts.
-struct LoopFact {
-  std::string var;
-  int64_t extent;
-  char kind;
-  std::string dependence;
-};
-
-std::vector<LoopFact> loops_of(const leir::Program& p, size_t from, size_t to) {
-  std::vector<LoopFact> out;
-  for (const auto& nr : analysis::all_nests(p.body)) {
-    if (size_t(nr.path[0]) < from || size_t(nr.path[0]) >= to) continue;
-    for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
-      const auto& l = nr.nest->loops[size_t(k)];
-      auto chk = analysis::check_loop(nr, k);
-      out.push_back({l.var, l.extent, leir::to_char(l.kind),
-                     chk.kind == analysis::LoopDep::Independent     ? "independent"
-                     : chk.kind == analysis::LoopDep::ReductionOnly ? "reduction_only"
-                                                                    : "carried"});
-    }
-  }
-  return out;
-}
-
-double share(int64_t part, int64_t whole) { return whole > 0 ? std::round(1000.0 * double(part) / double(whole)) / 1000.0 : 1.0; }
-
-// What a step changes in the analysis facts: the grounds of CoT section (c).
-json effect_json(const leir::Program& a, const search::ProgramFacts& fa, const leir::Program& b) {
-  auto fb = search::program_facts(b);
-  Changed c = changed_items(a, b);
-  auto la = loops_of(a, c.first, c.end_a), lb = loops_of(b, c.first, c.end_b);
-  // Loops of the changed items that gain a parallel/bound/vector/unroll kind, lose one, or are
-  // new (split, tiling). A loop renamed on the way (loop_binding: c -> bx) pairs with a vanished
-  // loop of the same extent. Extent-1 loops carry no work and are left out.
-  auto has_var = [](const std::vector<LoopFact>& ls, const std::string& v) {
-    return std::any_of(ls.begin(), ls.end(), [&](const LoopFact& x) { return x.var == v; });
-  };
-  auto has_kind = [](const std::vector<LoopFact>& ls, const std::string& v, char k) {
-    return std::any_of(ls.begin(), ls.end(), [&](const LoopFact& x) { return x.var == v && x.kind == k; });
-  };
-  auto special = [](char k) { return k != 'L'; };
-  std::map<std::string, std::string> renamed;  // result var -> parent var
-  {
-    std::vector<const LoopFact*> vanished;
-    for (const auto& l : la)
-      if (!has_var(lb, l.var)) vanished.push_back(&l);
-    for (const auto& l : lb) {
-      if (has_var(la, l.var) || renamed.count(l.var)) continue;
-      auto v = std::find_if(vanished.begin(), vanished.end(), [&](const LoopFact* x) { return x->extent == l.extent; });
-      if (v == vanished.end()) continue;
-      renamed[l.var] = (*v)->var;
-      vanished.erase(v);
-    }
-  }
-  auto parent_var = [&](const std::string& v) { return renamed.count(v) ? renamed.at(v) : v; };
-  json loops = json::array();
-  std::set<std::string> seen;
-  auto add = [&](const std::string& var, int64_t extent, const std::string& before, const std::string& after,
-                 const std::string& dep) {
-    if (seen.insert(var + ":" + before + ":" + after).second)
-      loops.push_back({{"var", var}, {"extent", extent}, {"before", before}, {"after", after}, {"dependence", dep}});
-  };
-  for (const auto& l : lb) {
-    if (l.extent <= 1) continue;
-    std::string pv = parent_var(l.var);
-    std::string name = pv == l.var ? l.var : pv + " (now " + l.var + ")";
-    auto from = std::find_if(la.begin(), la.end(), [&](const LoopFact& x) { return x.var == pv; });
-    if (from == la.end()) add(name, l.extent, "new", std::string(1, l.kind), l.dependence);
-    else if (special(l.kind) && !has_kind(la, pv, l.kind))
-      add(name, l.extent, std::string(1, from->kind), std::string(1, l.kind), from->dependence);
-  }
-  for (const auto& l : la) {
-    if (l.extent <= 1 || !special(l.kind)) continue;
-    std::string rv = l.var;
-    for (const auto& [r, p] : renamed)
-      if (p == l.var) rv = r;
-    if (has_kind(lb, rv, l.kind)) continue;
-    auto to = std::find_if(lb.begin(), lb.end(), [&](const LoopFact& x) { return x.var == rv; });
-    add(l.var, l.extent, std::string(1, l.kind), to == lb.end() ? "removed" : std::string(1, to->kind), l.dependence);
-  }
-  return {{"flops", {fa.flops, fb.flops}},
-          {"bytes", {fa.bytes, fb.bytes}},
-          {"local_accesses", {fa.local_accesses, fb.local_accesses}},
-          {"items", {a.body.size(), b.body.size()}},
-          {"contiguous_share", {share(fa.contiguous_accesses, fa.accesses), share(fb.contiguous_accesses, fb.accesses)}},
-          {"loops", loops}};
-}
-
-// Items that differ between parent and result (by printed text): before → after.
-json transition_json(const leir::Program& a, const leir::Program& b) {
-  Changed c = changed_items(a, b);
-  size_t pre = c.first;
-  json before = json::array(), after = json::array();
-  for (size_t i = pre; i < c.end_a; ++i) before.push_back(c.ta[i]);
-  for (size_t i = pre; i < c.end_b; ++i) after.push_back(c.tb[i]);
-  std::vector<std::string> da, db;
-  std::set<std::string> sa, sb;
-  for (const auto& d : a.known) sa.insert(leir::signature_line(d));
-  for (const auto& d : b.known) sb.insert(leir::signature_line(d));
-  json added = json::array(), removed = json::array();
-  for (const auto& s : sb)
-    if (!sa.count(s)) added.push_back(s);
-  for (const auto& s : sa)
-    if (!sb.count(s)) removed.push_back(s);
-  return {{"first_item", pre}, {"before", before}, {"after", after}, {"tensors_added", added},
-          {"tensors_removed", removed}};
-}
-
 // One answer of a record (its "id" is set where it is used: single and multi-answer records may
 // share a transition).
 json answer_json(const search::Transition& t, const search::ProgramFacts& parent_facts) {
@@ -212,7 +77,7 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
   double sr = search::round_ratio(t.cost_root.value, t.cost_result.value);
   json a = {{"strategy", t.strategy},
           {"site", {{"index", t.site_index}, {"path", t.site.path}, {"detail", t.site.detail},
-                    {"description", t.site.description}}},
+                    {"description", t.site.description}, {"handle", site_handle(t.parent, t.strategy, size_t(t.site_index))}}},
           {"params", params_json(t.params)},
           {"exactness", std::string(strategies::to_string(t.exactness))},
           {"result_program", leir::program_to_text(t.result)},
@@ -227,8 +92,8 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
                     {"speedup_vs_root", sr}}},
           {"label", t.improving ? "improving" : "non_improving"},
           {"chosen", t.chosen},
-          {"transition", transition_json(t.parent, t.result)},
-          {"effect", effect_json(t.parent, parent_facts, t.result)},
+          {"transition", step_transition(t.parent, t.result)},
+          {"effect", step_effect(t.parent, parent_facts, t.result)},
           {"site_item", site_item}};
   // Tuned records (dataset/tuned_trajectory.h): the tuner's learned-model prediction for the
   // result, and for a step of the best-found path its place on the path and the speedup the whole
@@ -238,6 +103,31 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
   if (t.path_step)
     a["path"] = {{"step", t.path_step}, {"of", t.path_length}, {"speedup_vs_root", search::round_ratio(t.path_speedup, 1.0)}};
   return a;
+}
+
+// Sets the site handle of each of `steps` (the steps so far of the state `hash`, in order) by
+// walking back the transitions that produced the state: the last step is the transition whose
+// result is the state, with the same strategy and params, and so on to the root. Steps whose
+// producer is not among the transitions keep no site.
+void add_step_sites(json& steps, uint64_t hash, const std::vector<search::Transition>& transitions,
+                    const std::multimap<uint64_t, size_t>& producer) {
+  for (size_t k = steps.size(); k-- > 0;) {
+    const search::Transition* from = nullptr;
+    for (auto [it, end] = producer.equal_range(hash); it != end && !from; ++it) {
+      const auto& t = transitions[it->second];
+      if (t.depth == int(k) + 1 && t.strategy == steps[k]["strategy"] && params_json(t.params) == steps[k]["params"])
+        from = &t;
+    }
+    if (!from) return;
+    steps[k]["site"] = site_handle(from->parent, from->strategy, size_t(from->site_index));
+    hash = search::program_hash(from->parent);
+  }
+}
+
+// The expectation of each answer from the reasoning rules (dataset/reasoning.h): what the
+// `<think>` concludes, stored so stats.json can compare it with the measured label.
+void set_expectations(json& rec) {
+  for (auto& a : rec["answers"]) a["expectation"] = expect(rec, a).verdict;
 }
 
 }  // namespace
@@ -258,6 +148,11 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     if (!by_state.count(s)) state_order.push_back(s);
     by_state[s].push_back(i);
   }
+  // The machine the records' kernels are timed on (CPU target; the prompt states it).
+  const json machine = o.target == "cpu" ? machine_json(tune::this_machine(o.measure_threads)) : json();
+  // The step that produced each program (by hash), so a state's steps so far get their sites.
+  std::multimap<uint64_t, size_t> producer;
+  for (size_t i = 0; i < transitions.size(); ++i) producer.emplace(transitions[i].result_hash, i);
   json records = json::array();
   int seq = 0;
   auto improving = [&](size_t i) { return counts_as_improving(transitions[i]); };
@@ -278,6 +173,8 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
                  {"parent_speedup_vs_root", search::round_ratio(first.cost_root.value, first.cost_parent.value)}};
     for (const auto& st : first.steps_so_far)
       base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", params_json(st.params)}});
+    add_step_sites(base["steps_so_far"], search::program_hash(first.parent), transitions, producer);
+    if (!machine.is_null()) base["machine"] = machine;
     // Single-answer records: every improving step, up to N non-improving ones per state.
     int non_impr = 0;
     std::vector<size_t> by_cost = idx;
@@ -329,6 +226,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       rec["kind"] = "single";
       rec["answers"] = json::array({answer_for(i)});
       rec["facts"] = facts_for(rec["answers"][0]["site_item"].get<int>());
+      set_expectations(rec);
       records.push_back(std::move(rec));
     }
     // One multi-answer record per state (record_selection.h): distinct strategies, best modelled
@@ -342,6 +240,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       rec["kind"] = "multi";
       rec["answers"] = answers;
       rec["facts"] = facts_for(answers[0]["site_item"].get<int>());
+      set_expectations(rec);
       records.push_back(std::move(rec));
     }
   }

@@ -99,6 +99,7 @@ Outcome Funnel::evaluate(const leir::Program& parent, double parent_speedup, con
     out.hash = search::program_hash(*out.program);
     out.step = {{"strategy", step.strategy.empty() ? "unnamed" : step.strategy},
                 {"params", step.params ? *step.params : json::object()}};
+    if (!step.site_handle.empty()) out.step["site"] = step.site_handle;  // the prompt's steps so far name it
   }
   if (out.budget_stop) {
     out.failed = reward::Stage::Compiles;

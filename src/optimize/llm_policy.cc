@@ -8,6 +8,7 @@
 
 #include "leir/program_io.h"
 #include "optimize/policy.h"
+#include "search/search.h"
 #include "strategies/sampler.h"
 #include "tune/database.h"
 
@@ -22,8 +23,10 @@ class LlmPolicy : public Policy {
   std::string name() const override { return "llm"; }
 
   std::vector<Proposal> propose(const State& s, int n, uint64_t draw, Spend& spend) override {
-    json rec = {{"parent_program", s.text}, {"steps_so_far", s.steps_so_far}, {"kind", "single"},
-                {"feedback", s.feedback}};
+    json rec = {{"parent_program", s.text},           {"steps_so_far", s.steps_so_far},
+                {"kind", "single"},                   {"feedback", s.feedback},
+                {"machine", o_.machine},              {"parent_speedup_vs_root", search::round_ratio(s.speedup_vs_root, 1.0)},
+                {"parent_speedup_measured", o_.speedups_measured}};
     const json messages = dataset::prompt_messages(rec, o_.format);
     const int per = std::max(1, o_.chat.n);
     const int requests = (n + per - 1) / per;

@@ -32,6 +32,7 @@ struct State {
   std::string text;                          // canonical LEIR text
   nlohmann::json steps_so_far = nlohmann::json::array();  // [{"strategy","params"}] from the root
   std::string feedback;                      // multi-turn: what became of the previous proposal here
+  double speedup_vs_root = 1;                // the state's speedup over the root (the runner's)
   uint64_t key = 0;                          // the state's canonical hash
 };
 
@@ -67,6 +68,10 @@ struct LlmOptions {
   ChatOptions chat;
   dataset::AnswerFormat format = dataset::AnswerFormat::Action;
   int concurrency = 4;  // requests in flight at once
+  // What the prompt states about the machine (dataset/reasoning.h machine_json; null: nothing),
+  // and whether the states' speedups are measured (else the prompt says "not measured").
+  nlohmann::json machine;
+  bool speedups_measured = true;
 };
 // Answers are kept in `answers` (the run directory's store), keyed by request: a rerun or a
 // resumed run replays them instead of asking again.

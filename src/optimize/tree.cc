@@ -33,6 +33,7 @@ std::vector<int> Tree::expand(int node, int n) {
     s.text = nd.text;
     s.steps_so_far = nd.steps;
     s.feedback = o_.multi_turn ? nd.feedback : "";
+    s.speedup_vs_root = nd.speedup;
     s.key = nd.hash;
   }
   const uint64_t draw = nodes[size_t(node)].draws++;

@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -14,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset.h"
+#include "dataset/reasoning.h"
 #include "file_text.h"
+#include "leir/program_io.h"
 #include "workloads/bench_size.h"
 #include "workloads/workload.h"
 
@@ -74,6 +78,69 @@ inline GenerateOptions bench_sizing_options(double min_ms) {
   o.measured = true;
   o.min_root_ms = min_ms;
   return o;
+}
+
+// Each record of steps.jsonl in `dir` with its chat line (train.jsonl or eval.jsonl by its split,
+// in export order).
+inline std::vector<std::pair<json, json>> records_with_chats(const fs::path& dir) {
+  auto train = lines(dir / "train.jsonl"), eval = lines(dir / "eval.jsonl");
+  size_t t = 0, e = 0;
+  std::vector<std::pair<json, json>> out;
+  for (auto& r : lines(dir / "steps.jsonl")) {
+    json chat = r["split"] == "eval" ? eval.at(e++) : train.at(t++);
+    out.emplace_back(std::move(r), std::move(chat));
+  }
+  return out;
+}
+
+// The `<think>` text of an assistant message.
+inline std::string think_of(const json& chat) {
+  const std::string a = chat["messages"][2]["content"];
+  const size_t b = a.find("<think>"), e = a.find("</think>");
+  if (b == std::string::npos || e == std::string::npos) throw std::runtime_error("no <think> in " + a);
+  return a.substr(b + 7, e - b - 7);
+}
+
+// The numbers of a record's `<think>` that are neither in its user message, nor in its answer,
+// nor derivable from the answer by the documented rule: the effect facts of each answer's result
+// program against the parent (dataset/reasoning.h step_effect, recomputed here from the two
+// programs, not read from the record) and the result program itself (the IR answer; an action
+// answer gives it by applying the step).
+inline std::vector<std::string> underived_think_numbers(const json& rec, const json& chat) {
+  std::set<std::string> have;
+  auto add = [&](const std::string& text) {
+    for (auto& n : numbers_in(text)) have.insert(std::move(n));
+  };
+  add(chat["messages"][1]["content"]);
+  const std::string asst = chat["messages"][2]["content"];
+  add(asst.substr(asst.find("</think>")));
+  const leir::Program parent = leir::program_from_text(rec["parent_program"].get<std::string>());
+  for (const auto& a : rec["answers"]) {
+    add(a["result_program"]);
+    add(step_effect(parent, leir::program_from_text(a["result_program"].get<std::string>())).dump());
+  }
+  std::vector<std::string> missing;
+  for (const auto& n : numbers_in(think_of(chat)))
+    if (!have.count(n)) missing.push_back(n);
+  return missing;
+}
+
+// Outcome and hindsight phrases (the step's measurement, verification, label, trajectory, a
+// model's estimate) found in a `<think>`.
+inline std::vector<std::string> hindsight_phrases(const std::string& think) {
+  static const std::vector<std::string> kPhrases = {
+      "measured", "measurement", "verified", "verification", "trials", "label", "improving", "enabling",
+      "trajectory", "best-found", "later steps", "learned model", "cost model", "estimate", "predicted", "as expected",
+      "contrary to", "outcome", "noise", "median", " ms", "speedup of", "times faster"};
+  std::vector<std::string> found;
+  std::string lower = think;
+  for (auto& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& p : kPhrases)
+    if (lower.find(p) != std::string::npos) found.push_back(p);
+  // "step N of M": a place on a path.
+  for (size_t p = lower.find("step "); p != std::string::npos; p = lower.find("step ", p + 1))
+    if (p + 5 < lower.size() && std::isdigit(static_cast<unsigned char>(lower[p + 5]))) found.push_back("step N");
+  return found;
 }
 
 }  // namespace steptp::dataset::testing
