@@ -58,6 +58,10 @@ TEST(RatioCi, VerdictNamesWhereTheIntervalLies) {
   // A wide slowdown whose interval reaches 1 is within the noise, a narrow one is not.
   EXPECT_EQ(noise_verdict(ratio_ci(0.8, {{1, 1, 1, 0.3, 5}, {1, 1, 1, 0.3, 5}})), "within_noise");
   EXPECT_EQ(noise_verdict(ratio_ci(0.8, {{1, 1, 1, 0.02, 5}, {1, 1, 1, 0.02, 5}})), "slower");
+  // Informative: the interval does not reach both 1/1.05 and 1.05.
+  EXPECT_TRUE(informative({0.96, 1.5}, 1.05));
+  EXPECT_TRUE(informative({0.5, 1.04}, 1.05));
+  EXPECT_FALSE(informative({0.95, 1.06}, 1.05));
 }
 
 // Programs that differ in one constant: measure_records only times them (by text).
@@ -116,56 +120,67 @@ json record(const char* kind, int depth, const std::string& root, const std::str
 class Labels : public ::testing::Test {
  protected:
   // Path R -> P1 (slower) -> P2 (2x the root) -> P3 (slower again); alternatives Q (noisy in its
-  // first session, quiet in the second) and N (noisy in every session).
+  // first session, quiet in the second), N (noisy in every session, as fast as the root: its
+  // interval cannot tell a 5 % slowdown from a 5 % speedup) and M (noisy in every session, 2.5x
+  // the root: its interval still decides).
   void SetUp() override {
     dir_ = tmpdir("labels_test", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    const std::vector<double> times{1.0, 1.1, 0.5, 0.6, 0.8, 0.7};
-    for (int k = 0; k < 6; ++k) runner_.ms[prog(k)] = times[size_t(k)];
+    const std::vector<double> times{1.0, 1.1, 0.5, 0.6, 0.8, 1.0, 0.4};
+    for (int k = 0; k < 7; ++k) runner_.ms[prog(k)] = times[size_t(k)];
     runner_.cv[{R, Q}] = {0.2, 0.01};
     runner_.cv[{R, N}] = {0.2, 0.3, 0.2};
+    runner_.cv[{R, M}] = {0.3, 0.2, 0.25};
     records_ = json::array({record("single", 1, R, R, {answer(P1, 1, 3)}),
                             record("single", 2, R, P1, {answer(P2, 2, 3)}),
                             record("single", 3, R, P2, {answer(P3, 3, 3)}),
                             record("multi", 1, R, R, {answer(P1, 1, 3), answer(N), answer(Q)}),
-                            record("single", 1, R, R, {answer(Q)}), record("single", 1, R, R, {answer(N)})});
+                            record("single", 1, R, R, {answer(Q)}), record("single", 1, R, R, {answer(N)}),
+                            record("single", 1, R, R, {answer(M)})});
     o_.tune_runner = &runner_;
   }
   void TearDown() override { fs::remove_all(dir_.parent_path()); }
 
-  const std::string R = prog(0), P1 = prog(1), P2 = prog(2), P3 = prog(3), Q = prog(4), N = prog(5);
+  const std::string R = prog(0), P1 = prog(1), P2 = prog(2), P3 = prog(3), Q = prog(4), N = prog(5), M = prog(6);
   fs::path dir_;
   ScriptedRunner runner_;
   json records_;
   GenerateOptions o_;
 };
 
-TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysNoisyIsDropped) {
+TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   tune::MeasurementStore store((dir_ / "m.sqlite").string());
   MeasureStats st;
   std::vector<char> kept;
   const json out = measure_records(records_, o_, store, &st, &kept);
-  // 7 distinct comparisons; (R, Q) took 2 sessions, (R, N) all 3.
-  EXPECT_EQ(st.pairs, 7);
-  EXPECT_EQ(st.sessions, 10);
-  EXPECT_EQ(st.measured, 10);
-  EXPECT_EQ(runner_.calls, 10);
-  EXPECT_EQ(st.remeasured, 2);
-  EXPECT_EQ(st.noisy, 1);
+  // 8 distinct comparisons; (R, Q) took 2 sessions, (R, N) and (R, M) all 3.
+  EXPECT_EQ(st.pairs, 8);
+  EXPECT_EQ(st.sessions, 13);
+  EXPECT_EQ(st.measured, 13);
+  EXPECT_EQ(runner_.calls, 13);
+  EXPECT_EQ(st.remeasured, 3);
+  EXPECT_EQ(st.noisy, 2);
+  EXPECT_EQ(st.uninformative, 1);
   EXPECT_EQ(st.failed, 0);
   // N's record goes (noisy), N leaves the multi set; P3's record is after the path's best state.
   EXPECT_EQ(st.dropped_records, 1);
   EXPECT_EQ(st.noisy_records, 1);
   EXPECT_EQ(st.dropped_answers, 2);  // N from the multi set and from its own record
   EXPECT_EQ(st.trimmed_path_steps, 1);
-  EXPECT_EQ(kept, (std::vector<char>{1, 1, 0, 1, 1, 0}));
-  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(kept, (std::vector<char>{1, 1, 0, 1, 1, 0, 1}));
+  ASSERT_EQ(out.size(), 5u);
   // Q's record rests on its second, quiet session.
   const json& q = out[3]["answers"][0]["cost"];
   EXPECT_EQ(q["vs_parent"]["session"], 2);
   EXPECT_EQ(q["vs_parent"]["parent"]["cv"], 0.01);
   EXPECT_EQ(q["speedup_vs_parent"], 1.25);
   EXPECT_EQ(out[0]["answers"][0]["cost"]["vs_parent"]["session"], 1);
+  // M never had a quiet session: it rests on the narrowest (session 2, cv 0.2), whose interval
+  // (the RatioCi formula: 2.5 * exp(-+2.100922 * sqrt(2 * pi/2 * 0.2^2 / 10))) still clears 1.05.
+  const json& m = out[4]["answers"][0];
+  EXPECT_EQ(m["cost"]["vs_root"]["session"], 2);
+  EXPECT_EQ(m["cost"]["speedup_ci"], json::array({1.9754, 3.1639}));
+  EXPECT_EQ(m["label"], "improving");
 
   // A rerun on the store times nothing and writes the same records.
   ScriptedRunner again = runner_;
@@ -177,13 +192,13 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysNoisyIsDropped) {
   EXPECT_EQ(measure_records(records_, o2, store, &st2).dump(), out.dump());
   EXPECT_EQ(again.calls, 0);
   EXPECT_EQ(st2.measured, 0);
-  EXPECT_EQ(st2.reused, 10);
+  EXPECT_EQ(st2.reused, 13);
 }
 
 TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
   tune::MeasurementStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 5u);
   const json& s1 = out[0]["answers"][0];
   const json& s2 = out[1]["answers"][0];
   // Step 2: 1.1 -> 0.5 ms, cv 0.01 over 10 runs a side: the interval of RatioCi's second case.
@@ -217,7 +232,7 @@ TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
 TEST_F(Labels, OneSpeedupOverTheRootPerProgramAndPathsEndAtTheirBest) {
   tune::MeasurementStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 5u);
   // Every record's parent_speedup_vs_root is the producing answer's speedup_vs_root.
   std::map<std::string, double> produced{{R, 1.0}};
   for (const auto& r : out)
