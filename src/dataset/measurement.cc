@@ -84,7 +84,8 @@ json measurement_json(const GenerateOptions& o) {
           {"threads", mo.threads},
           {"improve_threshold", o.improve_threshold},
           {"quiet", {{"min_repeats", kMinRepeats}, {"max_cv", kQuietCv}, {"sessions", kSessions}}},
-          {"speedup_ci", "95 %: ratio of medians * exp(+-t(0.975, Welch df) * sqrt(sum over sides of (pi/2) cv^2 / n))"},
+          {"speedup_ci",
+           "95 %: ratio of medians * exp(+-t(0.975, Welch df) * sqrt(sum over sides of (pi/2) cv^2 / n))"},
           {"label", "improving: speedup_ci[0] >= improve_threshold; enabling: a path step whose path end is that much "
                     "faster than its parent by the same rule; else non_improving"},
           {"search_ranking", "analytic model (trajectories do not depend on timing noise)"}};
@@ -120,7 +121,9 @@ bool clears_noise_json(const json& v) {
   return tune::clears_noise(c);
 }
 // An interval as the records carry it: 4 decimals, as the speedups.
-json interval_json(const Interval& ci) { return json::array({search::round_ratio(ci.lo, 1), search::round_ratio(ci.hi, 1)}); }
+json interval_json(const Interval& ci) {
+  return json::array({search::round_ratio(ci.lo, 1), search::round_ratio(ci.hi, 1)});
+}
 
 // Enabling steps of a tuned root's path (answers with "path", trimmed to end at its best state):
 // a step not improving on its own whose path end is at least `threshold` faster than the state
@@ -244,7 +247,9 @@ bool quiet(const json& v) {
 }
 // Session s (0-based) of a comparison: the first under the comparison's own key (the tuner's
 // sessions are the records'), re-measurements under the key with the session number.
-std::string session_key(const std::string& key, int s) { return s == 0 ? key : fmt::format("{} | session {}", key, s + 1); }
+std::string session_key(const std::string& key, int s) {
+  return s == 0 ? key : fmt::format("{} | session {}", key, s + 1);
+}
 // Sessions of a comparison the store lacks: the first, or the next one a noisy last one calls for
 // (a lower bound: a new session may be noisy too).
 int missing_sessions(MeasurementStore& store, const std::string& key) {
@@ -330,8 +335,9 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   for (int s = 0; s < kSessions; ++s) {
     std::vector<size_t> missing;
     for (size_t k = 0; k < pairs.size(); ++k) {
-      if (int(sessions[k].size()) != s || (s > 0 && (!sessions[k].back()["ok"].get<bool>() || quiet(sessions[k].back()))))
-        continue;
+      const bool due = s == 0 || (int(sessions[k].size()) == s && sessions[k].back()["ok"].get<bool>() &&
+                                  !quiet(sessions[k].back()));
+      if (!due) continue;
       if (s == 1) st.remeasured++;
       st.sessions++;
       if (auto v = store.get(session_key(c.keys[k], s))) {
@@ -348,7 +354,8 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     std::vector<std::pair<std::string, json>> entries;
     for (size_t k : missing) {
       auto [a, b] = pairs[k];
-      const std::string& err = !c.parse_errors[size_t(a)].empty() ? c.parse_errors[size_t(a)] : c.parse_errors[size_t(b)];
+      const std::string& err =
+          !c.parse_errors[size_t(a)].empty() ? c.parse_errors[size_t(a)] : c.parse_errors[size_t(b)];
       if (!err.empty()) {
         entries.push_back({session_key(c.keys[k], s), json{{"ok", false}, {"error", "parse: " + err.substr(0, 120)}}});
       } else {

@@ -106,7 +106,9 @@ class ScriptedRunner : public tune::Runner {
 };
 
 json answer(const std::string& result, int step = 0, int of = 0) {
-  json a = {{"strategy", "loop_split"}, {"result_program", result}, {"cost", {{"measured", false}, {"speedup_vs_parent", 1.0}}},
+  json a = {{"strategy", "loop_split"},
+            {"result_program", result},
+            {"cost", {{"measured", false}, {"speedup_vs_parent", 1.0}}},
             {"label", "non_improving"}};
   if (step) a["path"] = {{"step", step}, {"of", of}, {"speedup_vs_root", 9.99}};  // the tuner's number
   return a;
@@ -277,7 +279,8 @@ TEST(TrimPathTail, APathEndsAtItsBestStateOrGoesWhenItNeverPaysOff) {
   };
   // Speedups over the root 1.5, 3, 2, 3 (a tie after a drop: the first best state ends it).
   json recs = json::array({step(1, 4, 1.5), step(2, 4, 3.0), step(3, 4, 2.0), step(4, 4, 3.0), alt(4.0)});
-  recs.push_back({{"kind", "multi"}, {"answers", json::array({step(4, 4, 3.0)["answers"][0], alt(4.0)["answers"][0]})}});
+  json both = json::array({step(4, 4, 3.0)["answers"][0], alt(4.0)["answers"][0]});
+  recs.push_back({{"kind", "multi"}, {"answers", both}});
   std::vector<size_t> src{10, 11, 12, 13, 14, 15};
   EXPECT_EQ(trim_path_tail(recs, src, 1.05), 2);
   EXPECT_EQ(src, (std::vector<size_t>{10, 11, 14, 15}));

@@ -175,7 +175,8 @@ void expect_one_speedup_per_program(const std::vector<json>& steps) {
   std::map<std::pair<std::string, std::string>, double> produced;  // (root key, program) -> speedup over the root
   for (const auto& r : steps)
     for (const auto& a : r["answers"]) {
-      auto [it, fresh] = produced.emplace(std::make_pair(r["root"]["key"], a["result_program"]), a["cost"]["speedup_vs_root"]);
+      const auto key = std::make_pair(r["root"]["key"].get<std::string>(), a["result_program"].get<std::string>());
+      auto [it, fresh] = produced.emplace(key, a["cost"]["speedup_vs_root"].get<double>());
       EXPECT_EQ(it->second, a["cost"]["speedup_vs_root"].get<double>()) << r["id"];
     }
   int checked = 0;
