@@ -198,19 +198,27 @@ std::string noise_verdict(const Interval& ci) {
 }
 
 // Why (measurement.h has what): steps after the best state made the program slower again, and
-// a path that never gets faster than its root teaches no way forward; a step missing from the
+// a path that never gets confirmed faster than its root teaches no way forward; a step missing from the
 // path (its comparison failed or stayed noisy) leaves the later states without a measured chain.
 int trim_path_tail(json& records, std::vector<size_t>& src, double threshold) {
-  std::map<int, double> speedup;  // path step -> its result's speedup over the root
+  std::map<int, const json*> cost;  // path step -> its answer's measured cost
   for (const auto& r : records)
     for (const auto& a : r["answers"])
-      if (a.contains("path")) speedup[a["path"]["step"].get<int>()] = a["cost"]["speedup_vs_root"].get<double>();
-  if (speedup.empty()) return 0;
+      if (a.contains("path")) cost[a["path"]["step"].get<int>()] = &a["cost"];
+  if (cost.empty()) return 0;
   int end = 0;
   double best = 0;
-  for (int k = 1; speedup.count(k); ++k)
-    if (speedup.at(k) > best) best = speedup.at(k), end = k;
-  if (best < threshold) end = 0;
+  for (int k = 1; cost.count(k); ++k) {
+    const double sr = (*cost.at(k))["speedup_vs_root"].get<double>();
+    if (sr > best) best = sr, end = k;
+  }
+  // The pay-off over the root is confirmed as an improving step's would be (lower bound of the
+  // interval of the (root, end) comparison).
+  if (end) {
+    const json& t = (*cost.at(end))["vs_root"];
+    if (search::round_ratio(ratio_ci(best, {timing_stats(t["root"]), timing_stats(t["result"])}).lo, 1) < threshold)
+      end = 0;
+  }
   json kept = json::array();
   std::vector<size_t> kept_src;
   int dropped = 0;
