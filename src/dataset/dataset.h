@@ -58,7 +58,7 @@ struct GenerateOptions {
   // no GPU, so cuda records are unmeasured: --cost model).
   std::string target = "cpu";
   int tune_trials = 16;  // measured candidates per root (--trajectories tune)
-  tune::Runner* tune_runner = nullptr;  // testing: the tuner's timing (null: the CPU, tune/runner.h)
+  tune::Runner* tune_runner = nullptr;  // testing: the tuner's and the records' timing (null: the CPU, tune/runner.h)
   int jobs = 1;
   // Filtering (documented defaults).
   // Max single-answer records per strategy. 35 keeps the default run (built-in suite, --jobs 2)

@@ -328,7 +328,9 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   MeasureSummary meas;
   if (o.measured) {
     meas = measure_kept(recs, keep, o, cluster);
-    if (meas.dropped_records) drops["measure_failed"] = meas.dropped_records;
+    const int failed = meas.dropped_records - meas.noisy_records;
+    if (failed) drops["measure_failed"] = failed;
+    if (meas.noisy_records) drops["measure_noisy"] = meas.noisy_records;
     sum.compile_s = meas.compile_s;
     sum.measure_s = meas.measure_s;
     sum.pairs_measured = meas.measured;

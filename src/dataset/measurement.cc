@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 
 #include "backend/cpu/compiler.h"
@@ -82,6 +83,11 @@ json measurement_json(const GenerateOptions& o) {
           {"stable_rel", mo.stable_rel},
           {"threads", mo.threads},
           {"improve_threshold", o.improve_threshold},
+          {"quiet", {{"min_repeats", kMinRepeats}, {"max_cv", kQuietCv}, {"sessions", kSessions}}},
+          {"speedup_ci",
+           "95 %: ratio of medians * exp(+-t(0.975, Welch df) * sqrt(sum over sides of (pi/2) cv^2 / n))"},
+          {"label", "improving: speedup_ci[0] >= improve_threshold; enabling: a path step whose path end is that much "
+                    "faster than its parent by the same rule; else non_improving"},
           {"search_ranking", "analytic model (trajectories do not depend on timing noise)"}};
 }
 
@@ -104,30 +110,27 @@ json timing_json(const json& t) {
           {"cv", std::round(t["cv"].get<double>() * 1e4) / 1e4},
           {"repeats", t["repeats"]}};
 }
+backend::TimingStats timing_stats(const json& t) {
+  return backend::TimingStats{t["median_ms"].get<double>(), t["min_ms"].get<double>(), t["max_ms"].get<double>(),
+                              t["cv"].get<double>(), t["repeats"].get<int>()};
+}
 // The noise rule of the timing policy (tune/runner.h) on a stored comparison.
 bool clears_noise_json(const json& v) {
-  auto stats = [](const json& t) {
-    return backend::TimingStats{t["median_ms"].get<double>(), t["min_ms"].get<double>(), t["max_ms"].get<double>(),
-                                t["cv"].get<double>(), t["repeats"].get<int>()};
-  };
-  backend::Comparison c{stats(v["a"]), stats(v["b"]), 1.0};
+  backend::Comparison c{timing_stats(v["a"]), timing_stats(v["b"]), 1.0};
   c.speedup = c.b.median_ms > 0 ? c.a.median_ms / c.b.median_ms : 0;
   return tune::clears_noise(c);
 }
-
-// The label of an answer from its measurements: "improving" when the speedup over the parent
-// reaches the threshold and clears the noise of both timings (tune/runner.h), else
-// "non_improving" — until label_enabling_steps sees the whole path.
-std::string step_label(json& a, double sp, bool clears_noise, double threshold) {
-  a["cost"]["clears_noise"] = clears_noise;
-  return sp >= threshold && clears_noise ? "improving" : "non_improving";
+// An interval as the records carry it: 4 decimals, as the speedups.
+json interval_json(const Interval& ci) {
+  return json::array({search::round_ratio(ci.lo, 1), search::round_ratio(ci.hi, 1)});
 }
 
-// Steps of a tuned root's best path (answers with "path") that are not improving on their own
-// become "enabling" when a later step of the path is improving and the path's last result is at
-// least `threshold` faster than theirs — both speedups over the root from these records'
-// measurements (path.enabled_speedup = last result's speedup_vs_root / this result's), never
-// mixed with the tuner's own sessions (other inputs, other timing options).
+// Enabling steps of a tuned root's path (answers with "path", trimmed to end at its best state):
+// a step not improving on its own whose path end is at least `threshold` faster than the state
+// before it, by the improving rule applied to that pay-off (path end's speedup_vs_root / the
+// step's parent's, the lower bound of its ratio_ci over the four timed sides of the two
+// comparisons with the root at least `threshold`). Both speedups over the root are these records'
+// measurements, never the tuner's own sessions (other inputs, other timing options).
 void label_enabling_steps(json& records, double threshold) {
   std::map<int, json*> path;  // step -> one answer of it (records repeat answers in multi-answer sets)
   int length = 0;
@@ -137,54 +140,102 @@ void label_enabling_steps(json& records, double threshold) {
         path.emplace(a["path"]["step"].get<int>(), &a);
         length = a["path"]["of"].get<int>();
       }
-  if (length == 0 || !path.count(length)) return;  // the last step's measurement failed: no grounds
-  const double last = (*path.at(length))["cost"]["speedup_vs_root"].get<double>();
-  std::map<int, double> enabled;  // step -> enabled speedup
-  bool improving_later = false;
-  for (int k = length; k >= 1; --k) {
-    auto it = path.find(k);
-    if (it == path.end()) continue;
-    const json& a = *it->second;
-    const double sr = a["cost"]["speedup_vs_root"].get<double>();
-    if (a["label"] == "improving") improving_later = true;
-    else if (improving_later && k < length && sr > 0 && search::round_ratio(last, sr) >= threshold)
-      enabled[k] = search::round_ratio(last, sr);
+  if (length == 0) return;
+  const json& end = (*path.at(length))["cost"];
+  auto sides = [](const json& cost) {
+    return std::vector<backend::TimingStats>{timing_stats(cost["vs_root"]["root"]),
+                                             timing_stats(cost["vs_root"]["result"])};
+  };
+  std::map<int, std::pair<double, Interval>> enabled;  // step -> pay-off and its interval
+  for (int k = 1; k < length; ++k) {
+    const json& a = *path.at(k);
+    if (a["label"] == "improving") continue;
+    std::vector<backend::TimingStats> s = sides(end);
+    double before = 1.0;  // the root's speedup over itself: no timing behind it
+    if (k > 1) {
+      const json& prev = (*path.at(k - 1))["cost"];
+      before = prev["speedup_vs_root"].get<double>();
+      for (const auto& t : sides(prev)) s.push_back(t);
+    }
+    const double pay = search::round_ratio(end["speedup_vs_root"].get<double>(), before);
+    const Interval ci = ratio_ci(pay, s);
+    if (search::round_ratio(ci.lo, 1) >= threshold) enabled[k] = {pay, ci};
   }
   for (auto& r : records)
     for (auto& a : r["answers"])
       if (a.contains("path") && enabled.count(a["path"]["step"].get<int>())) {
+        const auto& [pay, ci] = enabled.at(a["path"]["step"].get<int>());
         a["label"] = "enabling";
-        a["path"]["enabled_speedup"] = enabled.at(a["path"]["step"].get<int>());
+        a["path"]["enabled_speedup"] = pay;
+        a["path"]["enabled_ci"] = interval_json(ci);
       }
 }
 
 }  // namespace
 
-// Why (measurement.h has what): the steps after the last improving one — what is left of a rule
-// chain (parallelizing or vectorizing nests that do not matter) or a final fusion — made the
-// program no faster here, so they are not part of what the trajectory teaches.
-int trim_path_tail(json& records, std::vector<size_t>& src) {
-  int length = 0, last = 0;
+Interval ratio_ci(double ratio, const std::vector<backend::TimingStats>& sides) {
+  double var = 0, df_denominator = 0;
+  for (const auto& s : sides) {
+    if (s.repeats < 2)
+      throw std::invalid_argument(fmt::format("ratio_ci: a side timed {} time(s) has no spread", s.repeats));
+    const double v = M_PI / 2 * s.cv * s.cv / s.repeats;
+    var += v;
+    df_denominator += v * v / (s.repeats - 1);
+  }
+  if (!(var > 0)) return {ratio, ratio};  // no spread measured: the point itself
+  const double df = var * var / df_denominator;
+  const double t = boost::math::quantile(boost::math::complement(boost::math::students_t(df), 0.025));
+  const double half = t * std::sqrt(var);
+  return {ratio * std::exp(-half), ratio * std::exp(half)};
+}
+
+bool informative(const Interval& ci, double threshold) { return ci.lo >= 1 / threshold || ci.hi <= threshold; }
+
+std::string noise_verdict(const Interval& ci) {
+  if (search::round_ratio(ci.lo, 1) > 1) return "faster";
+  if (search::round_ratio(ci.hi, 1) < 1) return "slower";
+  return "within_noise";
+}
+
+// Why (measurement.h has what): steps after the best state made the program slower again, and
+// a path that never gets confirmed faster than its root teaches no way forward; a step missing from the
+// path (its comparison failed or stayed noisy) leaves the later states without a measured chain.
+int trim_path_tail(json& records, std::vector<size_t>& src, double threshold) {
+  std::map<int, const json*> cost;  // path step -> its answer's measured cost
   for (const auto& r : records)
     for (const auto& a : r["answers"])
-      if (a.contains("path")) {
-        length = a["path"]["of"].get<int>();
-        if (a["label"] == "improving") last = std::max(last, a["path"]["step"].get<int>());
-      }
-  if (length == 0 || last == length) return 0;
+      if (a.contains("path")) cost[a["path"]["step"].get<int>()] = &a["cost"];
+  if (cost.empty()) return 0;
+  int end = 0;
+  double best = 0;
+  for (int k = 1; cost.count(k); ++k) {
+    const double sr = (*cost.at(k))["speedup_vs_root"].get<double>();
+    if (sr > best) best = sr, end = k;
+  }
+  // The pay-off over the root is confirmed as an improving step's would be (lower bound of the
+  // interval of the (root, end) comparison).
+  if (end) {
+    const json& t = (*cost.at(end))["vs_root"];
+    if (search::round_ratio(ratio_ci(best, {timing_stats(t["root"]), timing_stats(t["result"])}).lo, 1) < threshold)
+      end = 0;
+  }
   json kept = json::array();
   std::vector<size_t> kept_src;
   int dropped = 0;
   for (size_t i = 0; i < records.size(); ++i) {
     json& r = records[i];
-    auto beyond = [&](const json& a) { return a.contains("path") && a["path"]["step"].get<int>() > last; };
+    auto beyond = [&](const json& a) { return a.contains("path") && a["path"]["step"].get<int>() > end; };
     if (r["kind"] == "single" && beyond(r["answers"][0])) {
       ++dropped;
       continue;
     }
     for (auto& a : r["answers"]) {
-      if (beyond(a)) a.erase("path");
-      else if (a.contains("path")) a["path"]["of"] = last;
+      if (beyond(a)) {
+        a.erase("path");
+      } else if (a.contains("path")) {
+        a["path"]["of"] = end;
+        a["path"]["speedup_vs_root"] = best;
+      }
     }
     kept.push_back(std::move(r));
     kept_src.push_back(src[i]);
@@ -195,6 +246,28 @@ int trim_path_tail(json& records, std::vector<size_t>& src) {
 }
 
 namespace {
+
+// A session is quiet when both sides are (measurement.h: kMinRepeats, kQuietCv).
+bool quiet(const json& v) {
+  for (const char* side : {"a", "b"})
+    if (v[side]["repeats"].get<int>() < kMinRepeats || v[side]["cv"].get<double>() > kQuietCv) return false;
+  return true;
+}
+// Session s (0-based) of a comparison: the first under the comparison's own key (the tuner's
+// sessions are the records'), re-measurements under the key with the session number.
+std::string session_key(const std::string& key, int s) {
+  return s == 0 ? key : fmt::format("{} | session {}", key, s + 1);
+}
+// Sessions of a comparison the store lacks: the first, or the next one a noisy last one calls for
+// (a lower bound: a new session may be noisy too).
+int missing_sessions(MeasurementStore& store, const std::string& key) {
+  for (int s = 0; s < kSessions; ++s) {
+    auto v = store.get(session_key(key, s));
+    if (!v) return 1;
+    if (!(*v)["ok"].get<bool>() || quiet(*v)) return 0;
+  }
+  return 0;
+}
 
 json stats_to_json(const backend::TimingStats& t) {
   return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"cv", t.cv}, {"repeats", t.repeats}};
@@ -257,79 +330,121 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   if (kept) kept->assign(records.size(), 0);
   MeasureStats local;
   MeasureStats& st = stats ? *stats : local;
-  auto runner = measurement_runner(o);
+  auto cpu = measurement_runner(o);
+  tune::Runner& runner = o.tune_runner ? *o.tune_runner : cpu;
   Comparisons c = comparisons_of(records, runner);
   const auto& text_index = c.text_index;
   const auto& pairs = c.pairs;
   const auto& pair_index = c.pair_index;
-  const auto& keys = c.keys;
   st.pairs = int(pairs.size());
-  std::vector<std::optional<json>> results(pairs.size());
-  std::vector<std::pair<int, int>> missing;
-  std::vector<size_t> missing_idx;
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    results[k] = store.get(keys[k]);
-    if (results[k]) {
-      st.reused++;
-    } else {
-      missing.push_back(pairs[k]);
-      missing_idx.push_back(k);
+  // Every comparison's sessions, from the store or timed now: the first for all, another while
+  // the last one is noisy (up to kSessions).
+  std::vector<std::vector<json>> sessions(pairs.size());
+  for (int s = 0; s < kSessions; ++s) {
+    std::vector<size_t> missing;
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const bool due = s == 0 || (int(sessions[k].size()) == s && sessions[k].back()["ok"].get<bool>() &&
+                                  !quiet(sessions[k].back()));
+      if (!due) continue;
+      if (s == 1) st.remeasured++;
+      st.sessions++;
+      if (auto v = store.get(session_key(c.keys[k], s))) {
+        st.reused++;
+        sessions[k].push_back(std::move(*v));
+      } else {
+        missing.push_back(k);
+      }
     }
-  }
-  if (!missing.empty()) {
-    const auto& parse_errors = c.parse_errors;
+    if (missing.empty()) continue;
     // A program that does not parse back cannot be measured: its pairs fail.
     std::vector<std::pair<int, int>> runnable;
     std::vector<size_t> runnable_idx;
     std::vector<std::pair<std::string, json>> entries;
-    for (size_t m = 0; m < missing.size(); ++m) {
-      auto [a, b] = missing[m];
-      std::string err = !parse_errors[size_t(a)].empty() ? parse_errors[size_t(a)] : parse_errors[size_t(b)];
+    for (size_t k : missing) {
+      auto [a, b] = pairs[k];
+      const std::string& err =
+          !c.parse_errors[size_t(a)].empty() ? c.parse_errors[size_t(a)] : c.parse_errors[size_t(b)];
       if (!err.empty()) {
-        results[missing_idx[m]] = json{{"ok", false}, {"error", "parse: " + err.substr(0, 120)}};
-        entries.push_back({keys[missing_idx[m]], *results[missing_idx[m]]});
+        entries.push_back({session_key(c.keys[k], s), json{{"ok", false}, {"error", "parse: " + err.substr(0, 120)}}});
       } else {
-        runnable.push_back(missing[m]);
-        runnable_idx.push_back(missing_idx[m]);
+        runnable.push_back(pairs[k]);
+        runnable_idx.push_back(k);
       }
     }
     auto measured = runner.run(c.programs, runnable);
-    st.compile_s += runner.stats().compile_s;
-    st.measure_s += runner.stats().measure_s;
     for (size_t m = 0; m < runnable.size(); ++m) {
       const auto& pr = measured[m];
       json v = pr.ok ? json{{"ok", true}, {"a", stats_to_json(pr.cmp.a)}, {"b", stats_to_json(pr.cmp.b)}}
                      : json{{"ok", false}, {"error", pr.error}};
-      entries.push_back({keys[runnable_idx[m]], v});
+      entries.push_back({session_key(c.keys[runnable_idx[m]], s), v});
     }
-    st.measured = int(entries.size());
+    st.measured += int(entries.size());
     store.put_all(entries);
-    // Read back: when another worker stored the same comparison first, its value is the fact.
-    for (size_t m : missing_idx) {
-      auto got = store.get(keys[m]);
+    // Read back: when another worker stored the same session first, its value is the fact.
+    for (size_t k : missing) {
+      auto got = store.get(session_key(c.keys[k], s));
       if (!got) throw std::runtime_error("measurement store lost an entry");
-      results[m] = std::move(got);
+      sessions[k].push_back(std::move(*got));
     }
   }
-  for (const auto& r : results)
-    if (!(*r)["ok"].get<bool>()) st.failed++;
-
-  auto ok = [&](int a, int b) { return (*results[size_t(pair_index.at({a, b}))])["ok"].get<bool>(); };
-  auto res_of = [&](int a, int b) -> const json& { return *results[size_t(pair_index.at({a, b}))]; };
+  st.compile_s += cpu.stats().compile_s;
+  st.measure_s += cpu.stats().measure_s;
+  // The fact of each comparison: its first quiet session (and which one, 1-based); when none was
+  // quiet, the session with the narrowest interval, unless even that one cannot tell a 5 %
+  // slowdown from a 5 % speedup (measurement.h: informative); none when the first failed.
+  enum class Fate { Ok, Failed, Noisy };
+  std::vector<Fate> fate(pairs.size(), Fate::Noisy);
+  std::vector<int> chosen(pairs.size(), -1);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (!sessions[k][0]["ok"].get<bool>()) {
+      fate[k] = Fate::Failed;
+      st.failed++;
+      continue;
+    }
+    for (size_t s = 0; s < sessions[k].size() && chosen[k] < 0; ++s)
+      if (sessions[k][s]["ok"].get<bool>() && quiet(sessions[k][s])) chosen[k] = int(s);
+    if (chosen[k] < 0) {
+      st.noisy++;
+      double narrowest = 0;
+      for (size_t s = 0; s < sessions[k].size(); ++s) {
+        const json& v = sessions[k][s];
+        if (!v["ok"].get<bool>() || v["a"]["repeats"].get<int>() < 2 || v["b"]["repeats"].get<int>() < 2) continue;
+        const Interval ci = ratio_ci(1.0, {timing_stats(v["a"]), timing_stats(v["b"])});
+        if (chosen[k] < 0 || ci.hi / ci.lo < narrowest) narrowest = ci.hi / ci.lo, chosen[k] = int(s);
+      }
+      if (chosen[k] >= 0) {
+        const json& v = sessions[k][size_t(chosen[k])];
+        const Interval ci = ratio_ci(v["a"]["median_ms"].get<double>() / v["b"]["median_ms"].get<double>(),
+                                     {timing_stats(v["a"]), timing_stats(v["b"])});
+        if (!informative(ci, o.improve_threshold)) chosen[k] = -1;
+      }
+    }
+    if (chosen[k] >= 0) fate[k] = Fate::Ok;
+    else st.uninformative++;
+  }
+  auto fate_of = [&](int a, int b) { return fate[size_t(pair_index.at({a, b}))]; };
+  auto res_of = [&](int a, int b) -> const json& {
+    const size_t k = size_t(pair_index.at({a, b}));
+    return sessions[k][size_t(chosen[k])];
+  };
+  auto session_of = [&](int a, int b) { return chosen[size_t(pair_index.at({a, b}))] + 1; };
   json out = json::array();
   std::vector<size_t> out_src;  // out[k] came from records[out_src[k]]
   for (size_t ri = 0; ri < records.size(); ++ri) {
     json& r = records[ri];
     int root = text_index.at(r["root_program"].get<std::string>());
     int parent = text_index.at(r["parent_program"].get<std::string>());
-    if (parent != root && !ok(root, parent)) {
+    if (parent != root && fate_of(root, parent) != Fate::Ok) {
       st.dropped_records++;
+      st.noisy_records += fate_of(root, parent) == Fate::Noisy;
       continue;
     }
     json answers = json::array();
+    bool failed = false;  // an answer went because a comparison failed (else because of noise)
     for (auto& a : r["answers"]) {
       int res = text_index.at(a["result_program"].get<std::string>());
-      if (!ok(parent, res) || !ok(root, res)) {
+      if (fate_of(parent, res) != Fate::Ok || fate_of(root, res) != Fate::Ok) {
+        failed |= fate_of(parent, res) == Fate::Failed || fate_of(root, res) == Fate::Failed;
         st.dropped_answers++;
         continue;
       }
@@ -343,27 +458,40 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
       json rr = timing_json(vr["a"]), r2 = timing_json(vr["b"]);
       double sp = search::round_ratio(vp["a"]["median_ms"].get<double>(), vp["b"]["median_ms"].get<double>());
       double sr = search::round_ratio(vr["a"]["median_ms"].get<double>(), vr["b"]["median_ms"].get<double>());
+      const Interval ci = ratio_ci(vp["a"]["median_ms"].get<double>() / vp["b"]["median_ms"].get<double>(),
+                                   {timing_stats(vp["a"]), timing_stats(vp["b"])});
       a["cost"] = {{"measured", true},
                    {"unit", "ms"},
                    {"root", rr["median_ms"]},
                    {"parent", tp["median_ms"]},
                    {"result", tr["median_ms"]},
                    {"speedup_vs_parent", sp},
+                   {"speedup_ci", interval_json(ci)},
+                   {"noise_verdict", noise_verdict(ci)},
                    {"speedup_vs_root", sr},
-                   {"vs_parent", {{"parent", tp}, {"result", tr}}},
-                   {"vs_root", {{"root", rr}, {"result", r2}}},
+                   {"vs_parent", {{"parent", tp}, {"result", tr}, {"session", session_of(parent, res)}}},
+                   {"vs_root", {{"root", rr}, {"result", r2}, {"session", session_of(root, res)}}},
                    {"threads", o.measure_threads},
+                   {"clears_noise", clears_noise_json(vp)},
                    {"model", model}};
-      a["label"] = step_label(a, sp, clears_noise_json(vp), o.improve_threshold);
+      // Improving: the whole interval, not only its point, clears the threshold.
+      a["label"] = search::round_ratio(ci.lo, 1) >= o.improve_threshold ? "improving" : "non_improving";
       answers.push_back(std::move(a));
     }
     bool multi = r["kind"] == "multi";
     if (answers.empty() || (multi && answers.size() < 2)) {
       st.dropped_records++;
+      st.noisy_records += !failed;
       continue;
     }
+    // The fastest measured answer first (stable: ties keep the search's order).
+    std::stable_sort(answers.begin(), answers.end(), [](const json& x, const json& y) {
+      return x["cost"]["speedup_vs_parent"].get<double>() > y["cost"]["speedup_vs_parent"].get<double>();
+    });
     r["answers"] = std::move(answers);
     r["parent_speedup_measured"] = true;
+    // The parent's speedup over the root is the comparison (root, parent): the very one its
+    // producing record quotes as cost.speedup_vs_root, never a second session.
     if (parent != root) {
       const json& v = res_of(root, parent);
       r["parent_speedup_vs_root"] =
@@ -374,7 +502,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     out.push_back(std::move(r));
     out_src.push_back(ri);
   }
-  st.trimmed_path_steps = trim_path_tail(out, out_src);
+  st.trimmed_path_steps = trim_path_tail(out, out_src, o.improve_threshold);
   if (kept)
     for (size_t ri : out_src) (*kept)[ri] = 1;
   label_enabling_steps(out, o.improve_threshold);
@@ -400,6 +528,19 @@ void merge_stores(Cluster& cluster, const std::string& rank_path, const std::str
 }
 
 }  // namespace
+
+json MeasureSummary::to_json() const {
+  return {{"comparisons", pairs},
+          {"sessions", sessions},
+          {"failed", failed},
+          {"remeasured", remeasured},
+          {"noisy", noisy},
+          {"uninformative", uninformative},
+          {"dropped_records", dropped_records},
+          {"noisy_records", noisy_records},
+          {"dropped_answers", dropped_answers},
+          {"trimmed_path_steps", trimmed_path_steps}};
+}
 
 MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
                             Cluster& cluster) {
@@ -450,11 +591,12 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       if (!machines[r].empty()) measurers.push_back(int(r));
     std::vector<json> pending;
     std::vector<uint64_t> costs;
-    const auto runner = measurement_runner(o);
+    auto cpu = measurement_runner(o);
+    const tune::Runner& runner = o.tune_runner ? *o.tune_runner : cpu;
     for (const auto& g : groups) {
       json arr = group_json(g);
       uint64_t missing = 0;
-      for (const auto& key : comparisons_of(arr, runner).keys) missing += !store.get(key);
+      for (const auto& key : comparisons_of(arr, runner).keys) missing += missing_sessions(store, key);
       if (!missing) continue;
       pending.push_back(std::move(arr));
       costs.push_back(missing);
@@ -535,8 +677,13 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     sum.measure_s += st.measure_s;
     sum.measured += st.measured;
     sum.pairs += st.pairs;
+    sum.sessions += st.sessions;
     sum.failed += st.failed;
+    sum.remeasured += st.remeasured;
+    sum.noisy += st.noisy;
+    sum.uninformative += st.uninformative;
     sum.dropped_records += st.dropped_records;
+    sum.noisy_records += st.noisy_records;
     sum.dropped_answers += st.dropped_answers;
     sum.trimmed_path_steps += st.trimmed_path_steps;
     size_t j = 0;
@@ -545,7 +692,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       else keep[g[k]] = 0;
     }
   }
-  sum.reused = sum.pairs - sum.measured;
+  sum.reused = sum.sessions - sum.measured;
   progress.stage_end();
   return sum;
 }

@@ -14,7 +14,14 @@
 // measures the missing ones, so the output files are a deterministic function of (inputs,
 // options, seed, measurement store): two runs given the same store write identical bytes.
 // A failed comparison (lowering or compiler error, crash, timeout, out of memory) is stored as
-// a failure too, so it is dropped the same way on every rerun.
+// a failure too, so it is dropped the same way on every rerun. A noisy session's re-measurements
+// are facts of the store as well (the comparison's key with the session number), so which session
+// a label rests on, or that a comparison stayed noisy, is decided once.
+//
+// Labels. Every exported comparison rests on a quiet session (>= 5 runs per side, CV <= 0.05)
+// or, when three sessions were all noisy, on the one whose interval is narrowest if informative;
+// "improving" needs the lower bound of the speedup's 95 % interval to clear the threshold
+// (ratio_ci below), so a label never rests on one lucky median.
 //
 // Which records. The raw records of all roots are ~3x the exported ones (the per-strategy caps
 // drop most), and compiling is the expensive part, so measurement runs after filtering, on the
@@ -44,21 +51,61 @@ struct GenerateOptions;
 
 struct MeasureStats {
   int pairs = 0;             // distinct comparisons the root's records need
+  int sessions = 0;          // timed sessions the records rest on (a comparison's first + re-measurements)
   int reused = 0;            // ... found in the store
   int measured = 0;          // ... measured now
-  int failed = 0;            // ... that failed (compile error, crash, timeout)
-  int dropped_records = 0;   // records dropped because a comparison failed
+  int failed = 0;            // comparisons that failed (compile error, crash, timeout)
+  int remeasured = 0;        // comparisons timed again because a side was noisy
+  int noisy = 0;             // ... with no quiet session in kSessions
+  int uninformative = 0;     // ... of them dropped: even the narrowest interval is uninformative
+  int dropped_records = 0;   // records dropped because a comparison failed or was uninformative
+  int noisy_records = 0;     // ... of them: because one was uninformative
   int dropped_answers = 0;   // answers dropped from multi-answer records
-  int trimmed_path_steps = 0;  // records of tuned path steps after its last improving one
+  int trimmed_path_steps = 0;  // records of tuned path steps after its best state
   double compile_s = 0, measure_s = 0;  // wall time (reporting only)
 };
 
-// A tuned path ends at its last step measured improving: the records of one root (`records`,
-// after measurement) lose the single-answer records of path steps after it, multi-answer sets
-// keep those answers as plain alternatives, and kept path steps say the shorter length; a path
-// with no improving step is dropped whole. `src` (one entry per record) follows the records.
+// The statistics of measured labels (docs/dataset.md, "Tuned trajectories").
+// A comparison's session is quiet when both sides were timed at least kMinRepeats times with a
+// coefficient of variation of at most kQuietCv; a noisy one is timed again, in up to kSessions
+// sessions in all, and the first quiet session is the comparison's fact. One that stays noisy
+// rests on its session with the narrowest interval (ratio_ci), and drops what rests on it when
+// even that interval is not informative (a label from it would be a guess). Why not drop every
+// comparison that stays noisy: the CV (standard deviation / mean) grows with a single preempted
+// run, and on a loaded 2-core machine 232 of 243 comparisons of a 12-root tuned run had no quiet
+// session in three, while many of their intervals still decide the label (a 2.5x step with
+// CV 0.17 over 5 runs a side: [2.0, 3.1]); the interval carries the noise into the label.
+inline constexpr int kMinRepeats = 5;
+inline constexpr double kQuietCv = 0.05;
+inline constexpr int kSessions = 3;
+
+struct Interval {
+  double lo = 0, hi = 0;
+};
+// The 95 % confidence interval of a ratio of medians (`ratio`; a quotient of such ratios too)
+// from the timed sides it rests on: the log of a side's median has the variance
+// (pi/2) * cv^2 / n (the sample median's asymptotic variance, by the delta method on the log),
+// the sides' variances add, and the half-width is Student's t (0.975, Welch-Satterthwaite
+// degrees of freedom over the sides' n - 1) times the combined standard error:
+// [ratio * exp(-t * se), ratio * exp(t * se)]. Throws std::invalid_argument for a side timed
+// fewer than twice (no spread to speak of).
+Interval ratio_ci(double ratio, const std::vector<backend::TimingStats>& sides);
+// "faster" when the interval lies above 1, "slower" below it, else "within_noise".
+std::string noise_verdict(const Interval& ci);
+// An interval that tells a step `threshold` slower from one `threshold` faster: it does not
+// reach both 1 / threshold and threshold.
+bool informative(const Interval& ci, double threshold);
+
+// Tuned paths end at their best state: over the path's steps measured without a gap from step 1,
+// the first with the largest speedup over the root; a path whose best state is not confirmed
+// `threshold` faster than the root (the lower bound of ratio_ci of its comparison with the root,
+// cost.vs_root) is dropped whole (it teaches no way forward). The records of
+// one root (`records`, after measurement) lose the single-answer records of path steps after the
+// end, multi-answer sets keep those answers as plain alternatives, and kept path steps say the
+// shorter length and the end's speedup over the root (path.of, path.speedup_vs_root: the end
+// record's answers[].cost.speedup_vs_root). `src` (one entry per record) follows the records.
 // Returns the number of records dropped.
-int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src);
+int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src, double threshold);
 
 // Measurement options of a generate run (documented defaults in GenerateOptions).
 backend::MeasureOptions measure_options(const GenerateOptions& o);
@@ -71,19 +118,28 @@ nlohmann::json measurement_json(const GenerateOptions& o);
 std::string measurement_store_path(const GenerateOptions& o);
 
 // Replaces the model costs of one root's raw records (root_records) with CPU measurements:
-// answer "cost" gets measured timings and speedups (the model numbers move to cost.model),
-// "label" follows the measured speedup over the parent (>= o.improve_threshold), the record's
-// parent_speedup_vs_root is measured too. Records whose comparisons failed are dropped
-// (`kept`, if given, gets one flag per input record).
+// answer "cost" gets measured timings and speedups (the model numbers move to cost.model), the
+// speedup's confidence interval (speedup_ci, ratio_ci) and noise_verdict; "label" is
+// "improving" when speedup_ci[0] >= o.improve_threshold, "enabling" for a path step whose path
+// end is that much faster than the step's parent (path.enabled_speedup, path.enabled_ci: the same
+// rule on the pay-off), else "non_improving". A program's speedup over its root is one comparison
+// (root, program) wherever it appears: the producing answer's cost.speedup_vs_root and the
+// parent_speedup_vs_root of every record starting from it. Multi-answer sets are sorted by
+// measured speedup_vs_parent, fastest first. Records whose comparisons failed or stayed noisy are
+// dropped (`kept`, if given, gets one flag per input record). Times with o.tune_runner when set
+// (tests), else measurement_runner(o).
 nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, tune::MeasurementStore& store,
                                MeasureStats* stats = nullptr, std::vector<char>* kept = nullptr);
 
 struct MeasureSummary {
   // Deterministic given the store (written to stats.json):
-  int pairs = 0, failed = 0, dropped_records = 0, dropped_answers = 0, trimmed_path_steps = 0;
+  int pairs = 0, sessions = 0, failed = 0, remeasured = 0, noisy = 0, uninformative = 0, dropped_records = 0,
+      noisy_records = 0, dropped_answers = 0, trimmed_path_steps = 0;
   // Reporting only (never written to the dataset files):
   int measured = 0, reused = 0;
   double compile_s = 0, measure_s = 0;
+  // stats.json's "measurement": the deterministic counts above.
+  nlohmann::json to_json() const;
 };
 
 // Measures the kept records (`keep[i]`), root by root (records of one root are consecutive and

@@ -33,6 +33,7 @@ void RecordStats::add(const json& r) {
   const double sr = a["cost"]["speedup_vs_root"].get<double>();
   Best& b = best_[r["root"]["key"].get<std::string>()];
   b.speedup = std::max(b.speedup, sr);
+  if (a.contains("path")) b.path_end = a["path"]["speedup_vs_root"].get<double>();
   b.records++;
 }
 
@@ -49,8 +50,9 @@ json RecordStats::to_json() const {
   json roots = json::array();
   std::vector<double> best;
   for (const auto& [k, v] : best_) {
-    roots.push_back({{"key", k}, {"speedup_vs_root", v.speedup}, {"records", v.records}});
-    best.push_back(v.speedup);
+    const double found = v.path_end.value_or(v.speedup);
+    roots.push_back({{"key", k}, {"speedup_vs_root", found}, {"records", v.records}});
+    best.push_back(found);
   }
   std::sort(best.begin(), best.end());
   json median = best.empty() ? json(nullptr) : json(best[(best.size() - 1) / 2]);

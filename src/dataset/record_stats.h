@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,9 +22,10 @@ class RecordStats {
   //   {"single", "improving", "enabling", "share"}}},
   //  "depth_distribution": [{"depth", "records", "single", "multi"}] (ascending depth),
   //  "best_found_speedup": {"roots", "median", "per_root": [{"key", "speedup_vs_root",
-  //   "records"}]} (roots by key; speedup_vs_root is the largest over the root's records, or 1
-  //   -- the root itself -- when every one is slower; median is the lower median, as stats.json's
-  //   other quantiles)}.
+  //   "records"}]} (roots by key; speedup_vs_root is where the root's tuned path ends (its
+  //   answers' path.speedup_vs_root, dataset/measurement.h: the path ends at its best state), else
+  //   the largest over the root's records, or 1 -- the root itself -- when every one is slower;
+  //   median is the lower median, as stats.json's other quantiles)}.
   // Over single-answer records only, except depth_distribution. Shares are rounded to 4 decimals.
   nlohmann::json to_json() const;
 
@@ -39,6 +41,7 @@ class RecordStats {
     // The root itself (speedup 1) is where every trajectory starts: a root whose recorded answers
     // are all slower has found nothing better than itself, not a slower best.
     double speedup = 1;
+    std::optional<double> path_end;  // the tuned path's end, where the root has one
     int records = 0;
   };
   Share all_;

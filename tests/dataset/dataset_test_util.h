@@ -19,6 +19,8 @@
 #include "dataset/reasoning.h"
 #include "file_text.h"
 #include "leir/program_io.h"
+#include "tune/fake_runner.h"
+#include "tune/runner.h"
 #include "workloads/bench_size.h"
 #include "workloads/workload.h"
 
@@ -61,6 +63,35 @@ inline GenerateOptions small_search(const std::string& out, uint64_t seed, int p
   o.eval_fraction = 0.4;
   return o;
 }
+
+// Quiet timings as a pure function of the program (10 runs a side, cv 0.01): vectorizing a loop
+// makes it 2.5x faster, every loop costs 10 % (a split alone is slower), so a path can hold
+// improving, enabling and slower steps whatever the machine's load. As GenerateOptions::tune_runner
+// it times the tuner and the records (dataset/measurement.h), so tests that count records do not
+// depend on how quiet the machine is.
+class QuietRunner : public tune::Runner {
+ public:
+  std::string identity() const override { return "fake:quiet-vectorize"; }
+  std::vector<tune::PairResult> run(const std::vector<leir::Program>& programs,
+                                    const std::vector<std::pair<int, int>>& pairs) override {
+    std::vector<tune::PairResult> out;
+    for (auto [a, b] : pairs) {
+      tune::PairResult r;
+      r.ok = true;
+      const double ta = ms(programs[size_t(a)]), tb = ms(programs[size_t(b)]);
+      r.cmp.a = {ta, ta, ta, 0.01, 10};
+      r.cmp.b = {tb, tb, tb, 0.01, 10};
+      r.cmp.speedup = ta / tb;
+      out.push_back(r);
+    }
+    return out;
+  }
+  static double ms(const leir::Program& p) {
+    bool v = false;
+    const int loops = tune::testing::count_loops(p.body, &v);
+    return (v ? 0.4 : 1.0) * (1 + 0.1 * loops);
+  }
+};
 
 // A built-in workload's root at bench shapes in f32, as `generate` draws it.
 inline Root bench_root(const char* name, uint64_t seed) {

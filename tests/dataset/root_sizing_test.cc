@@ -1,6 +1,5 @@
 // The measured bench regime of dataset v2: roots sized by their naive one-core time
-// (dataset/root_sizing.h), and tuned paths that end at their last measured improvement
-// (dataset/measurement.h, trim_path_tail).
+// (dataset/root_sizing.h). Tuned paths ending at their best state: tests/dataset/labels_test.cc.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +10,6 @@
 
 #include "dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/measurement.h"
 #include "dataset/root_sizing.h"
 #include "leir/program_io.h"
 #include "workloads/bench_size.h"
@@ -83,42 +81,6 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
   EXPECT_EQ(size_roots_by_measurement(untouched, off, store, nullptr)[0].naive_ms_one_thread, 0);
   EXPECT_EQ(text(untouched[0].program), drawn);
   fs::remove_all(dir.parent_path());
-}
-
-json path_answer(int step, int of, const char* label) {
-  return {{"label", label}, {"path", {{"step", step}, {"of", of}}}};
-}
-
-json single(json answer) { return {{"kind", "single"}, {"answers", json::array({std::move(answer)})}}; }
-
-TEST(TrimPathTail, APathEndsAtItsLastImprovingStep) {
-  // Path 1..4: non, improving, non, non; an alternative; a multi-answer set holding step 4.
-  json records = json::array({single(path_answer(1, 4, "non_improving")), single(path_answer(2, 4, "improving")),
-                              single(path_answer(3, 4, "non_improving")), single(path_answer(4, 4, "non_improving")),
-                              single({{"label", "non_improving"}}),
-                              {{"kind", "multi"},
-                               {"answers", json::array({path_answer(4, 4, "non_improving"), json{{"label", "improving"}}})}}});
-  std::vector<size_t> src{10, 11, 12, 13, 14, 15};
-  EXPECT_EQ(trim_path_tail(records, src), 2);
-  ASSERT_EQ(records.size(), 4u);
-  EXPECT_EQ(src, (std::vector<size_t>{10, 11, 14, 15}));
-  EXPECT_EQ(records[0]["answers"][0]["path"], (json{{"step", 1}, {"of", 2}}));
-  EXPECT_EQ(records[1]["answers"][0]["path"], (json{{"step", 2}, {"of", 2}}));
-  EXPECT_FALSE(records[3]["answers"][0].contains("path"));  // kept as a plain alternative
-
-  // A path that already ends improving is left alone.
-  json whole = json::array({single(path_answer(1, 2, "non_improving")), single(path_answer(2, 2, "improving"))});
-  std::vector<size_t> ws{0, 1};
-  EXPECT_EQ(trim_path_tail(whole, ws), 0);
-  EXPECT_EQ(whole.size(), 2u);
-
-  // No improving step at all: the path goes, its alternatives stay.
-  json none = json::array({single(path_answer(1, 2, "non_improving")), single(path_answer(2, 2, "non_improving")),
-                           single({{"label", "improving"}})});
-  std::vector<size_t> ns{0, 1, 2};
-  EXPECT_EQ(trim_path_tail(none, ns), 2);
-  ASSERT_EQ(none.size(), 1u);
-  EXPECT_EQ(ns, (std::vector<size_t>{2}));
 }
 
 }  // namespace

@@ -100,7 +100,10 @@ Comparison compare_interleaved(const std::function<void()>& a, const std::functi
     }
     double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     int n = static_cast<int>(ta.size());
-    if (n >= o.max_repeats || elapsed >= o.max_time_s) break;
+    // max_time_s stops a comparison only once both sides have min_repeats runs: a ratio of two
+    // medians of one or two runs each has no spread to judge it by (slow programs, whose rounds
+    // outlast max_time_s, take min_repeats rounds).
+    if (n >= o.max_repeats || (elapsed >= o.max_time_s && n >= o.min_repeats)) break;
     if (n >= o.min_repeats && elapsed >= o.min_time_s && stable(ta, o.stable_rel) && stable(tb, o.stable_rel)) break;
   }
   Comparison c;
