@@ -116,6 +116,8 @@ std::string CExprEmitter::value(const ExprPtr& e) const {
     }
   }
   fail(e->loc, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
+  // fail() is [[noreturn]], but GCC does not carry that through a virtual call.
+  __builtin_unreachable();
 }
 
 std::string CExprEmitter::compute_type(const leir::Stmt& s, bool all_f64) const {

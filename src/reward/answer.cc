@@ -76,7 +76,7 @@ ParsedAnswer parse_answer(std::string_view text) {
   if (j.is_discarded()) {
     // Where the JSON breaks, for the model's feedback.
     try {
-      (void)json::parse(body);
+      [[maybe_unused]] const json reparsed = json::parse(body);  // throws at the break
     } catch (const json::parse_error& e) {
       r.reason = fmt::format("answer JSON: {}", e.what());
       return r;

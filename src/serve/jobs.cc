@@ -225,8 +225,7 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
 [[noreturn]] void inject(const std::string& fault) {
   if (fault == "crash") raise(SIGSEGV);
   if (fault == "hang")
-    for (volatile uint64_t i = 0;; i = i + 1) {
-    }
+    for (volatile uint64_t i = 0;;) i = i + 1;  // a volatile store per turn: the loop is not optimized away
   std::vector<std::unique_ptr<char[]>> hog;
   while (true) {
     hog.emplace_back(new char[64 << 20]);
