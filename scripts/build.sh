@@ -8,5 +8,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 # Let ccache reuse objects across checkouts in different folders (CI clones afresh).
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+# Objects compiled with a precompiled header (cmake/modules.cmake) are cached only with these
+# (ccache(1), PRECOMPILED HEADERS); without them ccache compiles them uncached.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DSTEPTP_TESTS="${STEPTP_TESTS:-ON}" >/dev/null
 ninja -C "$BUILD_DIR" -j"${JOBS:-$(nproc)}" "$@"

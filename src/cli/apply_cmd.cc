@@ -34,7 +34,7 @@ nlohmann::ordered_json candidate_json(const strategies::Candidate& c, const veri
   return j;
 }
 
-RegisterCommand reg{{"apply", "apply one strategy to a program", [](CLI::App& sub) {
+RegisterCommand apply_cmd{{"apply", "apply one strategy to a program", [](CLI::App& sub) {
   struct Opts {
     std::string file, strategy;
     int site = -1;

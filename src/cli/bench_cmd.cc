@@ -31,7 +31,8 @@ nlohmann::json stats_json(const backend::TimingStats& s) {
   return {{"median_ms", s.median_ms}, {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"cv", s.cv}, {"repeats", s.repeats}};
 }
 
-RegisterCommand reg{{"bench", "time a program compiled for the CPU (optionally against another)", [](CLI::App& sub) {
+RegisterCommand bench_cmd{{"bench", "time a program compiled for the CPU (optionally against another)",
+                           [](CLI::App& sub) {
   struct Opts {
     std::string file, against;
     int threads = 0;

@@ -31,7 +31,7 @@ nlohmann::json summary_json(const std::string& file, const leir::ValidationRepor
   return j;
 }
 
-RegisterCommand reg{{"check", "validate programs statically and summarize them", [](CLI::App& sub) {
+RegisterCommand check_cmd{{"check", "validate programs statically and summarize them", [](CLI::App& sub) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   sub.add_option("FILE", *files, "programs (.json, .jsonl or .leir)")->required();

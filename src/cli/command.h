@@ -1,6 +1,8 @@
 // Subcommand registry of the `steptp` driver. Each src/cli/*_cmd.cc defines one subcommand and
-// registers it with a file-scope `RegisterCommand`; main.cc builds the CLI11 app from the
-// registry, so adding a command touches no shared file.
+// registers it with a file-scope `RegisterCommand` named after the command (`print_cmd`: the
+// sources are compiled together in unity batches, src/CMakeLists.txt, where one name per file
+// would clash); main.cc builds the CLI11 app from the registry, so adding a command touches no
+// shared file.
 //
 // Exit codes, for every command: 0 success, 1 invalid input / negative answer (as documented per
 // command), 2 usage error or invalid input where 1 means "not equivalent" (verify).

@@ -16,7 +16,7 @@
 namespace steptp::cli {
 namespace {
 
-RegisterCommand reg{{"generate", "generate the step-level training dataset (train/eval/steps/manifest/stats)",
+RegisterCommand generate_cmd{{"generate", "generate the step-level training dataset (train/eval/steps/manifest/stats)",
                      [](CLI::App& sub) {
   auto o = std::make_shared<dataset::GenerateOptions>();
   auto size = std::make_shared<std::string>("tiny");

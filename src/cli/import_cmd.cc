@@ -42,7 +42,7 @@ std::pair<std::string, std::vector<int64_t>> parse_shape(const std::string& arg)
   return {arg.substr(0, eq), dims};
 }
 
-RegisterCommand reg{{"import", "import an ONNX model as one LEIR program", [](CLI::App& sub) {
+RegisterCommand import_cmd{{"import", "import an ONNX model as one LEIR program", [](CLI::App& sub) {
   struct Opts {
     std::string model, out, dtype;
     std::vector<std::string> shapes;

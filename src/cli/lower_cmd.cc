@@ -12,7 +12,7 @@
 namespace steptp::cli {
 namespace {
 
-RegisterCommand reg{{"lower", "print the source a backend generates for a program", [](CLI::App& sub) {
+RegisterCommand lower_cmd{{"lower", "print the source a backend generates for a program", [](CLI::App& sub) {
   struct Opts {
     std::string file, target = "cpu", dialect = "sblock";
     bool f64 = false, cpu_compatible = false;

@@ -77,7 +77,8 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-RegisterCommand reg{{"optimize", "optimize programs with an LLM (or a baseline policy) in the loop", [](CLI::App& sub) {
+RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a baseline policy) in the loop",
+                              [](CLI::App& sub) {
   struct Opts {
     std::vector<std::string> inputs;
     std::string out = "optimize-out", store, policy = "llm", search = "greedy", measure = "cpu", answer_format = "action";

@@ -10,7 +10,7 @@
 namespace steptp::cli {
 namespace {
 
-RegisterCommand reg{{"print", "print the canonical LEIR of a program", [](CLI::App& sub) {
+RegisterCommand print_cmd{{"print", "print the canonical LEIR of a program", [](CLI::App& sub) {
   auto file = std::make_shared<std::string>();
   auto pretty = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);

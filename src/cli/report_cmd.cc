@@ -130,7 +130,8 @@ int run_python(const std::string& python, const std::vector<std::string>& args) 
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-RegisterCommand reg{{"report", "one self-contained HTML page of figures about a generated dataset", [](CLI::App& sub) {
+RegisterCommand report_cmd{{"report", "one self-contained HTML page of figures about a generated dataset",
+                            [](CLI::App& sub) {
   auto dir = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto python = std::make_shared<std::string>("/usr/bin/python3");

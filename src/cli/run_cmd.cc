@@ -44,7 +44,7 @@ leir::Program select_program(const std::string& file, const std::string& name) {
   return std::move(programs.front());
 }
 
-RegisterCommand reg{{"run", "run a program on given or seeded inputs and print its outputs", [](CLI::App& sub) {
+RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and print its outputs", [](CLI::App& sub) {
   struct Opts {
     std::string file, inputs, out, program, target = "interp", profile = "ordinary";
     uint64_t seed = 0;

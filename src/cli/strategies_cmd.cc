@@ -9,7 +9,7 @@
 namespace steptp::cli {
 namespace {
 
-RegisterCommand reg{{"strategies", "list the 43 strategies with class and description", [](CLI::App& sub) {
+RegisterCommand strategies_cmd{{"strategies", "list the 43 strategies with class and description", [](CLI::App& sub) {
   auto json = std::make_shared<bool>(false);
   sub.add_flag("--json", *json, "one JSON object per line: index, name, class, description");
   return [=]() -> int {

@@ -120,8 +120,8 @@ void print_results(const std::vector<Input>& inputs, const std::vector<const str
   }
 }
 
-RegisterCommand reg{{"strategy-sweep", "apply every strategy everywhere and verify every result (issue 4 sweep)",
-                     [](CLI::App& sub) {
+RegisterCommand sweep_cmd{{"strategy-sweep", "apply every strategy everywhere and verify every result (issue 4 sweep)",
+                           [](CLI::App& sub) {
   struct Opts {
     int composites = 100, samples = 3;
     uint64_t seed = 0;

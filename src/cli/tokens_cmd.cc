@@ -20,7 +20,7 @@
 namespace steptp::cli {
 namespace {
 
-RegisterCommand reg{{"tokens", "count Qwen3 tokens of each file (and the total)", [](CLI::App& sub) {
+RegisterCommand tokens_cmd{{"tokens", "count Qwen3 tokens of each file (and the total)", [](CLI::App& sub) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   auto tok_path = std::make_shared<std::string>();

@@ -31,7 +31,7 @@ void write_file(const fs::path& p, const std::string& text) {
   if (!f.flush()) throw std::runtime_error("cannot write " + p.string());
 }
 
-RegisterCommand reg{{"tune", "search for a faster program with measurements in the loop", [](CLI::App& sub) {
+RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements in the loop", [](CLI::App& sub) {
   struct Opts {
     std::string file, out = "tune-out", store;
     int trials = 64, threads = 0;

@@ -20,7 +20,7 @@ namespace {
 
 std::string number(double v) { return fmt::format("{:.17g}", v); }
 
-RegisterCommand reg{{"verify", "check that program B is equivalent to program A", [](CLI::App& sub) {
+RegisterCommand verify_cmd{{"verify", "check that program B is equivalent to program A", [](CLI::App& sub) {
   auto file_a = std::make_shared<std::string>();
   auto file_b = std::make_shared<std::string>();
   auto inputs = std::make_shared<std::string>();

@@ -99,7 +99,7 @@ nlohmann::json reference_json(const workloads::Workload& w, const workloads::Hyp
           {"inputs", leir::values_to_json(discrete)}};
 }
 
-RegisterCommand reg{{"workloads", "the built-in workload suite: list, emit, sample", [](CLI::App& sub) {
+RegisterCommand workloads_cmd{{"workloads", "the built-in workload suite: list, emit, sample", [](CLI::App& sub) {
   sub.require_subcommand(1);
   auto* list = sub.add_subcommand("list", "every workload: name, level, family, hyper-parameters");
   auto json = std::make_shared<bool>(false);
