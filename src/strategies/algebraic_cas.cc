@@ -369,14 +369,14 @@ class ExpandCollect final : public CasStrategy {
   }
 };
 
-RegisterStrategy<Factorization> reg_factorization(23);
-RegisterStrategy<ExpandFactorization> reg_expand_factorization(24);
-RegisterStrategy<Cancellation> reg_cancellation(25);
-RegisterStrategy<ExpandCancellation> reg_expand_cancellation(26);
-RegisterStrategy<Apart> reg_apart(27);
-RegisterStrategy<Together> reg_together(28);
-RegisterStrategy<Collect> reg_collect(33);
-RegisterStrategy<ExpandCollect> reg_expand_collect(34);
+RegisterStrategy<Factorization> factorization_registrar(23);
+RegisterStrategy<ExpandFactorization> expand_factorization_registrar(24);
+RegisterStrategy<Cancellation> cancellation_registrar(25);
+RegisterStrategy<ExpandCancellation> expand_cancellation_registrar(26);
+RegisterStrategy<Apart> apart_registrar(27);
+RegisterStrategy<Together> together_registrar(28);
+RegisterStrategy<Collect> collect_registrar(33);
+RegisterStrategy<ExpandCollect> expand_collect_registrar(34);
 
 }  // namespace
 }  // namespace steptp::strategies::algebraic

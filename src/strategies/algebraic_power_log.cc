@@ -394,10 +394,10 @@ class Logsimp final : public AlgebraicStrategy {
   }
 };
 
-RegisterStrategy<Powsimp> reg_powsimp(29);
-RegisterStrategy<ExpandPowsimp> reg_expand_powsimp(30);
-RegisterStrategy<ExpandLog> reg_expand_log(31);
-RegisterStrategy<Logsimp> reg_logsimp(32);
+RegisterStrategy<Powsimp> powsimp_registrar(29);
+RegisterStrategy<ExpandPowsimp> expand_powsimp_registrar(30);
+RegisterStrategy<ExpandLog> expand_log_registrar(31);
+RegisterStrategy<Logsimp> logsimp_registrar(32);
 
 }  // namespace
 }  // namespace steptp::strategies::algebraic

@@ -212,9 +212,9 @@ class ExponentialSplit final : public AlgebraicStrategy {
   }
 };
 
-RegisterStrategy<ExponentialSplit> reg_exponential_split(37);
-RegisterStrategy<MultiplicativeSplit> reg_multiplicative_split(38);
-RegisterStrategy<AdditiveSplit> reg_additive_split(39);
+RegisterStrategy<ExponentialSplit> exponential_split_registrar(37);
+RegisterStrategy<MultiplicativeSplit> multiplicative_split_registrar(38);
+RegisterStrategy<AdditiveSplit> additive_split_registrar(39);
 
 }  // namespace
 }  // namespace steptp::strategies::algebraic

@@ -178,7 +178,7 @@ class CacheReadWrite final : public Strategy {
   }
 };
 
-RegisterStrategy<CacheReadWrite> reg(18);
+RegisterStrategy<CacheReadWrite> cache_read_write_registrar(18);
 
 }  // namespace
 }  // namespace steptp::strategies

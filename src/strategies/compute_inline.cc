@@ -147,7 +147,7 @@ class ComputeInline final : public Strategy {
   }
 };
 
-RegisterStrategy<ComputeInline> reg(2);
+RegisterStrategy<ComputeInline> compute_inline_registrar(2);
 
 }  // namespace
 }  // namespace steptp::strategies

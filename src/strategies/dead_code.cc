@@ -149,8 +149,8 @@ class ExpressionReorder final : public Strategy {
   }
 };
 
-RegisterStrategy<DeadCodeElimination> reg_dce(7);
-RegisterStrategy<ExpressionReorder> reg_reorder(8);
+RegisterStrategy<DeadCodeElimination> dead_code_elimination_registrar(7);
+RegisterStrategy<ExpressionReorder> expression_reorder_registrar(8);
 
 }  // namespace
 }  // namespace steptp::strategies

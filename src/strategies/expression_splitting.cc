@@ -292,8 +292,8 @@ class CommonSubexpressionElimination final : public Strategy {
   }
 };
 
-RegisterStrategy<ExpressionSplitting> reg_split(3);
-RegisterStrategy<CommonSubexpressionElimination> reg_cse(6);
+RegisterStrategy<ExpressionSplitting> expression_splitting_registrar(3);
+RegisterStrategy<CommonSubexpressionElimination> common_subexpression_elimination_registrar(6);
 
 }  // namespace
 }  // namespace steptp::strategies

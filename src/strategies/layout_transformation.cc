@@ -277,8 +277,8 @@ class SetStorageLayout final : public Strategy {
   }
 };
 
-RegisterStrategy<LayoutTransformation> reg_layout(19);
-RegisterStrategy<SetStorageLayout> reg_storage_layout(21);
+RegisterStrategy<LayoutTransformation> layout_transformation_registrar(19);
+RegisterStrategy<SetStorageLayout> set_storage_layout_registrar(21);
 
 }  // namespace
 }  // namespace steptp::strategies

@@ -206,10 +206,10 @@ class LoopBinding final : public Strategy {
   }
 };
 
-RegisterStrategy<LoopUnrolling> reg_unroll(13);
-RegisterStrategy<LoopParallelization> reg_par(14);
-RegisterStrategy<LoopVectorization> reg_vec(15);
-RegisterStrategy<LoopBinding> reg_bind(16);
+RegisterStrategy<LoopUnrolling> loop_unrolling_registrar(13);
+RegisterStrategy<LoopParallelization> loop_parallelization_registrar(14);
+RegisterStrategy<LoopVectorization> loop_vectorization_registrar(15);
+RegisterStrategy<LoopBinding> loop_binding_registrar(16);
 
 }  // namespace
 }  // namespace steptp::strategies

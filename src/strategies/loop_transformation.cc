@@ -373,10 +373,10 @@ class LoopFusion final : public Strategy {
   }
 };
 
-RegisterStrategy<LoopReorder> reg_reorder(9);
-RegisterStrategy<LoopTiling> reg_tiling(10);
-RegisterStrategy<LoopSplit> reg_split(11);
-RegisterStrategy<LoopFusion> reg_fusion(12);
+RegisterStrategy<LoopReorder> loop_reorder_registrar(9);
+RegisterStrategy<LoopTiling> loop_tiling_registrar(10);
+RegisterStrategy<LoopSplit> loop_split_registrar(11);
+RegisterStrategy<LoopFusion> loop_fusion_registrar(12);
 
 }  // namespace
 }  // namespace steptp::strategies

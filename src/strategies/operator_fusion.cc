@@ -193,8 +193,8 @@ class OperatorFission final : public Strategy {
   }
 };
 
-RegisterStrategy<OperatorFusion> reg_fusion(0);
-RegisterStrategy<OperatorFission> reg_fission(1);
+RegisterStrategy<OperatorFusion> operator_fusion_registrar(0);
+RegisterStrategy<OperatorFission> operator_fission_registrar(1);
 
 }  // namespace
 }  // namespace steptp::strategies

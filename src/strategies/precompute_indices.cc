@@ -174,7 +174,7 @@ class PrecomputeIndices final : public Strategy {
   }
 };
 
-RegisterStrategy<PrecomputeIndices> reg(22);
+RegisterStrategy<PrecomputeIndices> precompute_indices_registrar(22);
 
 }  // namespace
 }  // namespace steptp::strategies

@@ -143,7 +143,7 @@ class ReductionFactorization final : public Strategy {
   }
 };
 
-RegisterStrategy<ReductionFactorization> reg(17);
+RegisterStrategy<ReductionFactorization> reduction_factorization_registrar(17);
 
 }  // namespace
 }  // namespace steptp::strategies

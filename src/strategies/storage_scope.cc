@@ -62,7 +62,7 @@ class SetStorageScope final : public Strategy {
   }
 };
 
-RegisterStrategy<SetStorageScope> reg(20);
+RegisterStrategy<SetStorageScope> set_storage_scope_registrar(20);
 
 }  // namespace
 }  // namespace steptp::strategies

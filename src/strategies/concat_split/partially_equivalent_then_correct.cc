@@ -301,7 +301,7 @@ class PartiallyEquivalentThenCorrect final : public Strategy {
   }
 };
 
-RegisterStrategy<PartiallyEquivalentThenCorrect> reg_seam(35);
+RegisterStrategy<PartiallyEquivalentThenCorrect> partially_equivalent_then_correct_registrar(35);
 
 }  // namespace
 }  // namespace steptp::strategies::concat_split

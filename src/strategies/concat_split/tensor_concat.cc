@@ -211,7 +211,7 @@ class TensorConcat final : public Strategy {
   }
 };
 
-RegisterStrategy<TensorConcat> reg_concat(4);
+RegisterStrategy<TensorConcat> tensor_concat_registrar(4);
 
 }  // namespace
 }  // namespace steptp::strategies::concat_split

@@ -171,7 +171,7 @@ class TensorSplit final : public Strategy {
   }
 };
 
-RegisterStrategy<TensorSplit> reg_split(5);
+RegisterStrategy<TensorSplit> tensor_split_registrar(5);
 
 }  // namespace
 }  // namespace steptp::strategies::concat_split

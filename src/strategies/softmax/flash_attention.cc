@@ -162,7 +162,7 @@ class FlashAttention final : public Strategy {
   }
 };
 
-RegisterStrategy<FlashAttention> reg_flash(42);
+RegisterStrategy<FlashAttention> flash_attention_registrar(42);
 
 }  // namespace
 }  // namespace steptp::strategies::softmax

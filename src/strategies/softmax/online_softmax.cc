@@ -5,7 +5,7 @@
 namespace steptp::strategies::softmax {
 namespace {
 
-RegisterStrategy<OnlineSoftmax> reg_online(41);
+RegisterStrategy<OnlineSoftmax> online_softmax_registrar(41);
 
 }  // namespace
 }  // namespace steptp::strategies::softmax

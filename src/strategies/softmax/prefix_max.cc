@@ -98,7 +98,7 @@ class PrefixMax final : public Strategy {
   }
 };
 
-RegisterStrategy<PrefixMax> reg_prefix_max(36);
+RegisterStrategy<PrefixMax> prefix_max_registrar(36);
 
 }  // namespace
 }  // namespace steptp::strategies::softmax

@@ -5,7 +5,7 @@
 namespace steptp::strategies::softmax {
 namespace {
 
-RegisterStrategy<SumOnlySoftmax> reg_prefix_sum(40);
+RegisterStrategy<SumOnlySoftmax> sum_only_softmax_registrar(40);
 
 }  // namespace
 }  // namespace steptp::strategies::softmax
