@@ -15,15 +15,18 @@
 #include "leir/program_io.h"
 
 namespace steptp::dataset {
-namespace {
-
 using nlohmann::json;
 
-std::string dependence_name(const analysis::NestRef& nr, int k) {
-  auto chk = analysis::check_loop(nr, k);
-  return chk.kind == analysis::LoopDep::Independent     ? "independent"
-         : chk.kind == analysis::LoopDep::ReductionOnly ? "reduction_only"
-                                                        : "carried";
+const char* dependence_name(analysis::LoopDep dep) {
+  return dep == analysis::LoopDep::Independent     ? "independent"
+         : dep == analysis::LoopDep::ReductionOnly ? "reduction_only"
+                                                   : "carried";
+}
+
+namespace {
+
+std::string loop_dependence(const analysis::NestRef& nr, int k) {
+  return dependence_name(analysis::check_loop(nr, k).kind);
 }
 
 // Loops of top-level items [from, to) with their dependence facts.
@@ -40,7 +43,7 @@ std::vector<LoopFact> loops_of(const leir::Program& p, size_t from, size_t to) {
     if (size_t(nr.path[0]) < from || size_t(nr.path[0]) >= to) continue;
     for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
       const auto& l = nr.nest->loops[size_t(k)];
-      out.push_back({l.var, l.extent, leir::to_char(l.kind), dependence_name(nr, k)});
+      out.push_back({l.var, l.extent, leir::to_char(l.kind), loop_dependence(nr, k)});
     }
   }
   return out;
@@ -58,7 +61,7 @@ json inner_loops(const leir::Program& p, size_t from, size_t to) {
       const auto& l = nr.nest->loops[size_t(k)];
       if (l.extent <= 1) continue;
       out.push_back({{"var", l.var}, {"extent", l.extent}, {"kind", std::string(1, leir::to_char(l.kind))},
-                     {"dependence", dependence_name(nr, k)}});
+                     {"dependence", loop_dependence(nr, k)}});
       break;
     }
   }
@@ -147,7 +150,7 @@ json analysis_json(const leir::Program& p) {
       for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
         const auto& l = nr.nest->loops[size_t(k)];
         loops.push_back({{"var", l.var}, {"extent", l.extent}, {"kind", std::string(1, leir::to_char(l.kind))},
-                         {"dependence", dependence_name(nr, k)}});
+                         {"dependence", loop_dependence(nr, k)}});
       }
     }
     nests.push_back({{"item", i},

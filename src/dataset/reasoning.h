@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/dependence.h"
 #include "leir/ast.h"
 #include "search/search.h"
 #include "tune/machine.h"
@@ -30,6 +31,8 @@ nlohmann::json machine_json(const tune::Machine& m);
 // A LEIR loop kind letter (or "new" / "removed" of an effect's loop) in words: "serial",
 // "parallel", "vectorized", "unrolled", "bound to a hardware axis".
 std::string loop_kind_name(const std::string& kind);
+// A loop's dependence as records and prompts name it: "independent", "reduction_only" or "carried".
+const char* dependence_name(analysis::LoopDep dep);
 
 // {"items", "statements", "flops", "bytes", "nests": [{"item", "header", "writes", "reads",
 // "iterations", "flops", "bytes", "accesses", "contiguous_accesses", "loops": [{"var", "extent",

@@ -33,13 +33,10 @@ json loop_facts(const leir::Program& p, int index) {
     for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
       const auto& l = nr.nest->loops[size_t(k)];
       auto chk = analysis::check_loop(nr, k);
-      std::string dep = chk.kind == analysis::LoopDep::Independent     ? "independent"
-                        : chk.kind == analysis::LoopDep::ReductionOnly ? "reduction_only"
-                                                                       : "carried";
       loops.push_back({{"var", l.var},
                        {"kind", std::string(1, leir::to_char(l.kind))},
                        {"extent", l.extent},
-                       {"dependence", dep},
+                       {"dependence", dependence_name(chk.kind)},
                        {"reason", chk.reason}});
     }
   }
