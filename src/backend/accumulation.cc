@@ -178,6 +178,18 @@ bool reads_tensor(const ExprPtr& e) {
   return found;
 }
 
+InitLoops init_loops(const StmtSite& site) {
+  InitLoops r;
+  const auto& args = site.stmt->lhs->args;
+  for (const auto& ix : args) r.gather |= reads_tensor(ix);
+  for (const auto* l : site.loops) {
+    bool used = r.gather;
+    for (const auto& ix : args) used |= mentions_var(ix, l->var);
+    if (used) r.loops.push_back(l);
+  }
+  return r;
+}
+
 InitPlan plan_inits(const leir::Program& p, const leir::TensorTable& table) {
   InitPlan plan;
   std::vector<const leir::Loop*> loops;

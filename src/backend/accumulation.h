@@ -56,6 +56,17 @@ struct InitPlan {
 // Pointers refer into `p`, which must outlive the plan and stay unmodified.
 InitPlan plan_inits(const leir::Program& p, const leir::TensorTable& table);
 
+// The loops an identity-init pass for the accumulation at `site` runs over (outermost first): the
+// enclosing loops its subscripts mention, or every enclosing loop when a subscript gathers (reads
+// a tensor), since then any loop may move the written element. Every emitter (CPU, CUDA, TIR)
+// initialises over exactly these loops, run serially, so each written element gets the identity
+// once whatever the original schedule.
+struct InitLoops {
+  std::vector<const leir::Loop*> loops;
+  bool gather = false;  // a subscript reads a tensor
+};
+InitLoops init_loops(const StmtSite& site);
+
 // Whether the subscripts of `lhs` mention loop variable `var` (syntactically).
 bool mentions_var(const leir::ExprPtr& e, const std::string& var);
 // Whether the expression reads any tensor (a data-dependent gather when inside a subscript).

@@ -3,32 +3,21 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "base/sqlite.h"
+
 namespace fs = std::filesystem;
 
 namespace steptp::dataset {
 
 CheckpointDb::CheckpointDb(const std::string& path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
-    std::string m = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    throw std::runtime_error("cannot open checkpoint " + path + ": " + m);
-  }
-  sqlite3_busy_timeout(db_, 600000);
-  exec("PRAGMA journal_mode=WAL");
+  db_ = base::open_sqlite(path, "checkpoint");
   exec("CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT)");
   exec("CREATE TABLE IF NOT EXISTS roots(idx INTEGER PRIMARY KEY, key TEXT, payload TEXT)");
 }
 
 CheckpointDb::~CheckpointDb() { sqlite3_close(db_); }
 
-void CheckpointDb::exec(const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error("checkpoint: " + m);
-  }
-}
+void CheckpointDb::exec(const std::string& sql) { base::sqlite_exec(db_, sql, "checkpoint"); }
 
 std::string CheckpointDb::get_meta(const std::string& k) {
   sqlite3_stmt* st = nullptr;

@@ -37,20 +37,7 @@ struct Stamp {
   uint64_t read = 0;   // oldest read in a different iteration, else the newest
 };
 
-[[noreturn, gnu::noinline]] void fail(const CompiledProgram& cp, leir::SourceLoc loc, const std::string& msg) {
-  throw RuntimeError(leir::format_diagnostic(cp.owned.file, loc, msg));
-}
-
 std::string access_text(const leir::Expr* e) { return leir::print_expr(std::make_shared<leir::Expr>(*e)); }
-
-std::string index_text(const TensorSlot& slot, int64_t offset) {
-  std::vector<int64_t> idx(slot.shape.size());
-  for (size_t d = 0; d < slot.shape.size(); ++d) {
-    idx[d] = slot.strides[d] ? offset / slot.strides[d] : 0;
-    offset -= idx[d] * slot.strides[d];
-  }
-  return fmt::format("[{}]", fmt::join(idx, ","));
-}
 
 class Executor {
  public:
@@ -152,15 +139,15 @@ class Executor {
       } else {
         double v = regs[dc.reg];
         if (!(std::fabs(v) < 4.0e18) || v != std::trunc(v))
-          fail(cp_, a.expr->loc,
-               fmt::format("subscript {} of access {} evaluates to {}, which is not an integer{}", d,
-                           access_text(a.expr), leir::format_number(v, false), where()));
+          fail_at(cp_, a.expr->loc,
+                  fmt::format("subscript {} of access {} evaluates to {}, which is not an integer{}", d,
+                              access_text(a.expr), leir::format_number(v, false), where()));
         idx = static_cast<int64_t>(v);
       }
       if (dc.needs_check && (idx < 0 || idx >= slot.shape[d]))
-        fail(cp_, a.expr->loc,
-             fmt::format("index {} is out of bounds for dimension {} of {} (size {}) in access {}{}", idx, d,
-                         slot.name, slot.shape[d], access_text(a.expr), where()));
+        fail_at(cp_, a.expr->loc,
+                fmt::format("index {} is out of bounds for dimension {} of {} (size {}) in access {}{}", idx, d,
+                            slot.name, slot.shape[d], access_text(a.expr), where()));
       o += idx * slot.strides[d];
     }
     return o;
@@ -177,16 +164,16 @@ class Executor {
 
   [[noreturn, gnu::noinline]] void fail_unset(const AccessCode& a, int64_t o) {
     const TensorSlot& slot = cp_.slots[a.slot];
-    fail(cp_, a.expr->loc,
-         fmt::format("read of unset element {}{} by access {}: no statement has written it before this read{}",
-                     slot.name, index_text(slot, o), access_text(a.expr), where()));
+    fail_at(cp_, a.expr->loc,
+            fmt::format("read of unset element {}{} by access {}: no statement has written it before this read{}",
+                        slot.name, index_text(slot, o), access_text(a.expr), where()));
   }
 
   [[noreturn, gnu::noinline]] void fail_store(const StmtCode& s, const AccessCode& a, int64_t o, double v) {
     const TensorSlot& slot = cp_.slots[a.slot];
-    fail(cp_, a.expr->loc,
-         fmt::format("cannot store {} into element {}{} of {} tensor {}{}", leir::format_number(v, false), slot.name,
-                     index_text(slot, o), leir::to_string(slot.dtype), slot.name, where()));
+    fail_at(cp_, a.expr->loc,
+            fmt::format("cannot store {} into element {}{} of {} tensor {}{}", leir::format_number(v, false), slot.name,
+                        index_text(slot, o), leir::to_string(slot.dtype), slot.name, where()));
   }
 
   // Index j of the active independent loop in a different iteration of which stamp w was made,
@@ -205,13 +192,13 @@ class Executor {
     auto it = std::upper_bound(st.begin(), st.end(), w);
     int64_t then = l.start + (it - st.begin()) - 1;
     const TensorSlot& slot = cp_.slots[a.slot];
-    fail(cp_, a.expr->loc,
-         fmt::format("race on loop {} at {}:{}: element {}{} of tensor {} is {} in iteration {}={} and {} in "
-                     "iteration {}={} (access {}); the iterations of P, V and B loops must be independent "
-                     "(only accumulations may combine across them){}",
-                     leir::print_loop(*l.loop), l.loop->loc.line, l.loop->loc.col, slot.name, index_text(slot, o),
-                     slot.name, earlier, l.loop->var, then, now, l.loop->var, vars_[l.var], access_text(a.expr),
-                     where()));
+    fail_at(cp_, a.expr->loc,
+            fmt::format("race on loop {} at {}:{}: element {}{} of tensor {} is {} in iteration {}={} and {} in "
+                        "iteration {}={} (access {}); the iterations of P, V and B loops must be independent "
+                        "(only accumulations may combine across them){}",
+                        leir::print_loop(*l.loop), l.loop->loc.line, l.loop->loc.col, slot.name, index_text(slot, o),
+                        slot.name, earlier, l.loop->var, then, now, l.loop->var, vars_[l.var], access_text(a.expr),
+                        where()));
   }
 
   bool in_fast_window(uint64_t w) const { return w >= hi_ || w <= lo_; }
@@ -410,6 +397,19 @@ uint64_t execute(const CompiledProgram& cp, std::vector<TensorStore>& tensors, b
   const bool races = detect_races && cp.max_independent_depth > 0;
   Executor ex(cp, tensors, races);
   return races ? ex.run<true>() : ex.run<false>();
+}
+
+void fail_at(const CompiledProgram& cp, leir::SourceLoc loc, const std::string& msg) {
+  throw RuntimeError(leir::format_diagnostic(cp.owned.file, loc, msg));
+}
+
+std::string index_text(const TensorSlot& slot, int64_t offset) {
+  std::vector<int64_t> idx(slot.shape.size());
+  for (size_t d = 0; d < slot.shape.size(); ++d) {
+    idx[d] = slot.strides[d] ? offset / slot.strides[d] : 0;  // a zero stride: a dimension after an empty one
+    offset -= idx[d] * slot.strides[d];
+  }
+  return fmt::format("[{}]", fmt::join(idx, ","));
 }
 
 }  // namespace steptp::interp

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "interp/bytecode.h"
@@ -19,5 +20,12 @@ struct TensorStore {
 // element, an unstorable value and, when `detect_races`, a cross-iteration conflict on a P/V/B
 // loop. Returns the number of statement executions.
 uint64_t execute(const CompiledProgram& cp, std::vector<TensorStore>& tensors, bool detect_races);
+
+// Throws RuntimeError "file:line:col: msg" at `loc` of the program's source (out of line: the
+// executor's hot loop only calls it).
+[[noreturn, gnu::noinline]] void fail_at(const CompiledProgram& cp, leir::SourceLoc loc, const std::string& msg);
+
+// "[i,j,...]": the multi-index of flat `offset` in `slot` (for errors).
+std::string index_text(const TensorSlot& slot, int64_t offset);
 
 }  // namespace steptp::interp

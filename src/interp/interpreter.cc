@@ -17,10 +17,6 @@ namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
-[[noreturn]] void fail(const CompiledProgram& cp, leir::SourceLoc loc, const std::string& msg) {
-  throw RuntimeError(leir::format_diagnostic(cp.owned.file, loc, msg));
-}
-
 // Fills a read-only slot from the given values or, for a constant, from its signature value.
 void bind_known(const CompiledProgram& cp, const TensorSlot& slot, const leir::TensorMap& inputs, TensorStore& store) {
   const leir::TensorDecl& d = *slot.decl;
@@ -28,45 +24,37 @@ void bind_known(const CompiledProgram& cp, const TensorSlot& slot, const leir::T
   if (const leir::TensorValue* given = leir::find_value(inputs, slot.name, d.alias)) {
     const leir::TensorValue& v = *given;
     if (v.shape != slot.shape)
-      fail(cp, d.loc, fmt::format("{} {} is given with shape {} but is declared {}{}", leir::to_string(d.role),
-                                  slot.name, shape_text(v.shape), leir::to_string(slot.dtype),
-                                  shape_text(slot.shape)));
+      fail_at(cp, d.loc, fmt::format("{} {} is given with shape {} but is declared {}{}", leir::to_string(d.role),
+                                     slot.name, shape_text(v.shape), leir::to_string(slot.dtype),
+                                     shape_text(slot.shape)));
     if (v.dtype != slot.dtype)
-      fail(cp, d.loc, fmt::format("{} {} is given with dtype {} but is declared {}{}", leir::to_string(d.role),
-                                  slot.name, leir::to_string(v.dtype), leir::to_string(slot.dtype),
-                                  shape_text(slot.shape)));
+      fail_at(cp, d.loc, fmt::format("{} {} is given with dtype {} but is declared {}{}", leir::to_string(d.role),
+                                     slot.name, leir::to_string(v.dtype), leir::to_string(slot.dtype),
+                                     shape_text(slot.shape)));
     if (static_cast<int64_t>(v.data.size()) != slot.numel)
-      fail(cp, d.loc, fmt::format("{} {} has {} values, its shape {} needs {}", leir::to_string(d.role), slot.name,
-                                  v.data.size(), shape_text(slot.shape), slot.numel));
+      fail_at(cp, d.loc, fmt::format("{} {} has {} values, its shape {} needs {}", leir::to_string(d.role), slot.name,
+                                     v.data.size(), shape_text(slot.shape), slot.numel));
     values = &v.data;
   } else if (d.value) {  // a constant, or a param carrying its values (LEIR.md §1)
     if (static_cast<int64_t>(d.value->size()) != slot.numel)
-      fail(cp, d.loc, fmt::format("{} {} carries {} values, its shape {} needs {}", leir::to_string(d.role), slot.name, d.value->size(),
-                                  shape_text(slot.shape), slot.numel));
+      fail_at(cp, d.loc, fmt::format("{} {} carries {} values, its shape {} needs {}", leir::to_string(d.role),
+                                     slot.name, d.value->size(), shape_text(slot.shape), slot.numel));
     values = &*d.value;
   } else {
-    fail(cp, d.loc, fmt::format("missing {} {} ({}{}): every input and param must be given{}",
-                                leir::to_string(d.role), slot.name, leir::to_string(slot.dtype),
-                                shape_text(slot.shape),
-                                d.role == leir::Role::Constant ? " (this constant has no value in the signature)" : ""));
+    fail_at(cp, d.loc, fmt::format("missing {} {} ({}{}): every input and param must be given{}",
+                                   leir::to_string(d.role), slot.name, leir::to_string(slot.dtype),
+                                   shape_text(slot.shape),
+                                   d.role == leir::Role::Constant ? " (this constant has no value in the signature)"
+                                                                  : ""));
   }
   store.data.resize(values->size());
   for (size_t i = 0; i < values->size(); ++i) {
     auto s = store_as(slot.dtype, (*values)[i]);
     if (!s)
-      fail(cp, d.loc, fmt::format("{} {}: value {} at flat index {} cannot be stored as {}", leir::to_string(d.role),
-                                  slot.name, (*values)[i], i, leir::to_string(slot.dtype)));
+      fail_at(cp, d.loc, fmt::format("{} {}: value {} at flat index {} cannot be stored as {}", leir::to_string(d.role),
+                                     slot.name, (*values)[i], i, leir::to_string(slot.dtype)));
     store.data[i] = *s;
   }
-}
-
-std::string index_text(const TensorSlot& slot, int64_t offset) {
-  std::vector<int64_t> idx(slot.shape.size());
-  for (size_t d = 0; d < slot.shape.size(); ++d) {
-    idx[d] = offset / slot.strides[d];
-    offset -= idx[d] * slot.strides[d];
-  }
-  return fmt::format("[{}]", fmt::join(idx, ","));
 }
 
 }  // namespace
@@ -98,9 +86,9 @@ leir::TensorMap Interpreter::run(const leir::TensorMap& inputs, const RunOptions
     for (size_t k = 0; k < st.set.size(); ++k) {
       if (st.set[k]) continue;
       if (slot.is_output && !opts.allow_unset_outputs)
-        fail(cp, slot.decl->loc,
-             fmt::format("output {} element {} was never set: every output element must be written (LEIR.md §5)",
-                         slot.name, index_text(slot, static_cast<int64_t>(k))));
+        fail_at(cp, slot.decl->loc,
+                fmt::format("output {} element {} was never set: every output element must be written (LEIR.md §5)",
+                            slot.name, index_text(slot, static_cast<int64_t>(k))));
       st.data[k] = std::numeric_limits<double>::quiet_NaN();
     }
     leir::TensorValue v;

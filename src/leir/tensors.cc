@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "leir/diagnostic.h"
+#include "leir/int_math.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 
@@ -72,80 +73,75 @@ struct RangeResult {
   std::string why;
 };
 
-RangeResult fail(std::string why) { return {std::nullopt, std::move(why)}; }
-
-bool mul_ok(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
+RangeResult no_bound(std::string why) { return {std::nullopt, std::move(why)}; }
 
 using VarRanges = std::vector<std::pair<std::string, Interval>>;  // innermost last
 
-RangeResult index_range(const Expr& e, const VarRanges& vars) {
+// Interval arithmetic over the loops' full ranges, with the reason when there is no static bound
+// (shape inference reports it). validate.cc's guarded_range is tighter (affine forms, ranges
+// narrowed by guards) and needs the validator's environment; this one needs only the loops.
+RangeResult interval_bound(const Expr& e, const VarRanges& vars) {
   switch (e.kind) {
     case ExprKind::Number: {
       auto v = static_cast<int64_t>(e.value);
-      if (static_cast<double>(v) != e.value) return fail(fmt::format("'{}' is not an integer", e.text));
+      if (static_cast<double>(v) != e.value) return no_bound(fmt::format("'{}' is not an integer", e.text));
       return {Interval{v, v}, {}};
     }
     case ExprKind::IndexVar:
       for (auto it = vars.rbegin(); it != vars.rend(); ++it)
         if (it->first == e.var_name()) return {it->second, {}};
-      return fail(fmt::format("index variable '{}' is not bound by an enclosing loop", e.var_name()));
+      return no_bound(fmt::format("index variable '{}' is not bound by an enclosing loop", e.var_name()));
     case ExprKind::Access:
-      return fail(fmt::format("it reads tensor {} (a data-dependent gather)", e.tensor));
+      return no_bound(fmt::format("it reads tensor {} (a data-dependent gather)", e.tensor));
     case ExprKind::Unary: {
-      auto r = index_range(*e.args[0], vars);
+      auto r = interval_bound(*e.args[0], vars);
       if (!r.range) return r;
       return {Interval{-r.range->hi, -r.range->lo}, {}};
     }
     case ExprKind::Binary: {
-      auto a = index_range(*e.args[0], vars);
+      auto a = interval_bound(*e.args[0], vars);
       if (!a.range) return a;
-      auto b = index_range(*e.args[1], vars);
+      auto b = interval_bound(*e.args[1], vars);
       if (!b.range) return b;
       Interval x = *a.range, y = *b.range;
       switch (e.bop) {
         case BinaryOp::Add: {
           Interval r;
           if (__builtin_add_overflow(x.lo, y.lo, &r.lo) || __builtin_add_overflow(x.hi, y.hi, &r.hi))
-            return fail("its range overflows 64-bit integers");
+            return no_bound("its range overflows 64-bit integers");
           return {r, {}};
         }
         case BinaryOp::Sub: {
           Interval r;
           if (__builtin_sub_overflow(x.lo, y.hi, &r.lo) || __builtin_sub_overflow(x.hi, y.lo, &r.hi))
-            return fail("its range overflows 64-bit integers");
+            return no_bound("its range overflows 64-bit integers");
           return {r, {}};
         }
         case BinaryOp::Mul: {
           int64_t p[4];
           if (!mul_ok(x.lo, y.lo, &p[0]) || !mul_ok(x.lo, y.hi, &p[1]) || !mul_ok(x.hi, y.lo, &p[2]) ||
               !mul_ok(x.hi, y.hi, &p[3]))
-            return fail("its range overflows 64-bit integers");
+            return no_bound("its range overflows 64-bit integers");
           return {Interval{*std::min_element(p, p + 4), *std::max_element(p, p + 4)}, {}};
         }
         case BinaryOp::FloorDiv:
-          if (y.lo != y.hi || y.lo == 0) return fail("'//' needs a non-zero constant divisor for a static bound");
+          if (y.lo != y.hi || y.lo == 0) return no_bound("'//' needs a non-zero constant divisor for a static bound");
           if (y.lo > 0) return {Interval{floor_div(x.lo, y.lo), floor_div(x.hi, y.lo)}, {}};
           return {Interval{floor_div(x.hi, y.lo), floor_div(x.lo, y.lo)}, {}};
         case BinaryOp::Mod:
-          if (y.lo != y.hi || y.lo <= 0) return fail("'%' needs a positive constant divisor for a static bound");
+          if (y.lo != y.hi || y.lo <= 0) return no_bound("'%' needs a positive constant divisor for a static bound");
           if (x.lo >= 0 && x.hi < y.lo) return {x, {}};
           return {Interval{0, y.lo - 1}, {}};
         default:
-          return fail(fmt::format("operator '{}' is not allowed in a subscript", to_string(e.bop)));
+          return no_bound(fmt::format("operator '{}' is not allowed in a subscript", to_string(e.bop)));
       }
     }
     case ExprKind::Compare:
       return {Interval{0, 1}, {}};
     case ExprKind::Call:
-      return fail(fmt::format("function '{}' is not affine", to_string(e.func)));
+      return no_bound(fmt::format("function '{}' is not affine", to_string(e.func)));
   }
-  return fail("unsupported subscript");
+  return no_bound("unsupported subscript");
 }
 
 std::string annotation(DType d, Scope s) { return fmt::format("{},{}", to_string(d), to_char(s)); }
@@ -261,7 +257,7 @@ class Builder {
       vars.emplace_back(l->var, Interval{l->start, last});
     }
     for (int d = 0; d < rank; ++d) {
-      auto r = index_range(*a.args[d], vars);
+      auto r = interval_bound(*a.args[d], vars);
       if (!r.range)
         throw LeirError(p_.file, a.args[d]->loc.line ? a.args[d]->loc : a.loc,
                         fmt::format("cannot infer dimension {} of intermediate {} from the write subscript '{}': {}; "

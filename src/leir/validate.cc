@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/identifiers.h"
+#include "leir/int_math.h"
 #include "leir/ir_mutator.h"
 #include "leir/printer.h"
 #include "leir/uniform_store.h"
@@ -54,13 +55,6 @@ struct Range {
   int64_t hi = -1;
   bool empty() const { return lo > hi; }
 };
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 // One loop variable in scope: its loop, its range (possibly narrowed by guards).
 struct Binding {
@@ -85,9 +79,6 @@ struct Affine {
   std::map<const Loop*, int64_t> coef;
   int64_t k = 0;
 };
-
-bool add_ok(int64_t a, int64_t b, int64_t* o) { return !__builtin_add_overflow(a, b, o); }
-bool mul_ok(int64_t a, int64_t b, int64_t* o) { return !__builtin_mul_overflow(a, b, o); }
 
 std::optional<Affine> affine_of(const Expr& e, const Env& env) {
   switch (e.kind) {
@@ -159,13 +150,14 @@ std::optional<Range> affine_range(const Affine& a, const Env& env) {
   return r;
 }
 
-// Interval of an integer subscript; nullopt when it has no static range (gathers, calls, ...).
-std::optional<Range> index_range(const Expr& e, const Env& env) {
+// Interval of an integer subscript under the guards in scope (affine forms keep i-i at 0);
+// nullopt when it has no static range (gathers, calls, ...).
+std::optional<Range> guarded_range(const Expr& e, const Env& env) {
   if (auto a = affine_of(e, env)) return affine_range(*a, env);
   if (e.kind == ExprKind::Compare) return Range{0, 1};
   if (e.kind != ExprKind::Binary || (e.bop != BinaryOp::FloorDiv && e.bop != BinaryOp::Mod)) return std::nullopt;
-  auto x = index_range(*e.args[0], env);
-  auto y = index_range(*e.args[1], env);
+  auto x = guarded_range(*e.args[0], env);
+  auto y = guarded_range(*e.args[1], env);
   if (!x || !y || y->lo != y->hi || y->lo == 0) return std::nullopt;
   int64_t d = y->lo;
   if (e.bop == BinaryOp::FloorDiv) {
@@ -261,8 +253,8 @@ void refine_pair(const Expr& lhs, CompareOp op, const Expr& rhs, Env& env, Guard
     return;
   }
   // Ranges of both sides before narrowing either.
-  auto lr = index_range(lhs, env);
-  auto rr = index_range(rhs, env);
+  auto lr = guarded_range(lhs, env);
+  auto rr = guarded_range(rhs, env);
   if (l1 && rr) apply(*l1, op, *rr);
   else if (l1) g.exact = false;
   if (r1 && lr) apply(*r1, flip(op), *lr);
@@ -534,7 +526,7 @@ class Validator {
                             show(*a.e), idx.text));
           continue;
         }
-        auto r = index_range(idx, a.env);
+        auto r = guarded_range(idx, a.env);
         if (!r) continue;
         int64_t dim = t->shape[d];
         if (r->lo >= 0 && r->hi < dim) continue;
@@ -589,7 +581,7 @@ class Validator {
       bool known = true;
       for (size_t w : writers) {
         const Expr& lhs = *stmts_[w].s->lhs;
-        auto wr = index_range(*lhs.args[d], stmts_[w].accesses.front().env);
+        auto wr = guarded_range(*lhs.args[d], stmts_[w].accesses.front().env);
         if (!wr) {
           known = false;
           break;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -13,7 +14,7 @@
 #include "leir/program_io.h"
 #include "leir/validate.h"
 #include "search/search.h"
-#include "strategies/schedule_state.h"
+#include "strategies/apply_named.h"
 #include "tune/runner.h"
 #include "tune/trace.h"
 #include "verify/verifier.h"
@@ -51,15 +52,6 @@ std::string signature_text(const leir::Program& p) {
   if (!p.name.empty()) s += "name " + p.name + "\n";
   for (const auto& d : p.known) s += leir::signature_line(d) + "\n";
   return s;
-}
-
-// The index of the site an action names by handle; throws std::invalid_argument when absent.
-int site_index(const leir::Program& parent, const Step& step) {
-  const auto* s = strategies::find_strategy(step.strategy);
-  if (!s) throw std::invalid_argument(fmt::format("unknown strategy '{}'", step.strategy));
-  auto i = tune::find_site(s->sites(parent), *tune::parse_handle(step.site_handle));
-  if (!i) throw std::invalid_argument(fmt::format("{} has no site {} in this program", step.strategy, step.site_handle));
-  return int(*i);
 }
 
 double log2_clamped(double s) { return std::clamp(std::log2(std::max(s, 1e-12)), -1.0, 1.0); }
@@ -273,32 +265,52 @@ Context parse_context(const json& j) {
           valid_program(j["parent_program"].get<std::string>(), "reward_context.parent_program")};
 }
 
+namespace {
+
+// Applies strategy `name` at the site `pick` chooses with `params` (nullopt or empty: the site's
+// first choice); throws std::invalid_argument saying why it does not apply (`no_site`: the
+// message when `pick` finds none, given the strategy's site count).
+leir::Program apply_picked(const leir::Program& parent, const std::string& name, const strategies::SitePicker& pick,
+                           const std::function<std::string(size_t site_count)>& no_site,
+                           const std::optional<json>& params) {
+  const bool given = params && !params->empty();
+  const std::string want = given ? params->dump() : "";  // nlohmann objects keep keys sorted, as params_to_json
+  auto r = strategies::apply_named(
+      parent, name, pick, [&](const std::vector<strategies::Params>& space) -> std::optional<strategies::Params> {
+        // A site without parameters applies with none; without `params` the site's first choice.
+        if (space.empty()) return given ? std::nullopt : std::optional<strategies::Params>(strategies::Params{});
+        if (!given) return space.front();
+        for (const auto& p : space)
+          if (json::parse(strategies::params_to_json(p)).dump() == want) return p;
+        return std::nullopt;
+      });
+  if (auto* a = std::get_if<strategies::AppliedStep>(&r)) return std::move(a->candidate.program);
+  const auto& f = std::get<strategies::ApplyFailure>(r);
+  using Stage = strategies::ApplyFailure::Stage;
+  switch (f.stage) {
+    case Stage::UnknownStrategy: throw std::invalid_argument(fmt::format("unknown strategy '{}'", name));
+    case Stage::NoSite: throw std::invalid_argument(no_site(f.site_count));
+    case Stage::ParamsNotChosen:
+      throw std::invalid_argument(fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
+                                              std::max<size_t>(f.space_size, 1), name, f.site_index));
+    case Stage::Refused:
+      throw std::invalid_argument(
+          fmt::format("{} does not apply at site {} with these params: {}", name, f.site_index, f.reason));
+  }
+  throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
 leir::Program apply_action(const leir::Program& parent, const std::string& name, int site,
                            const std::optional<json>& params) {
-  const auto* s = strategies::find_strategy(name);
-  if (!s) throw std::invalid_argument(fmt::format("unknown strategy '{}'", name));
-  const strategies::ScheduleState st(parent);
-  const auto& sites = s->sites(st);
-  if (site < 0 || size_t(site) >= sites.size())
-    throw std::invalid_argument(
-        fmt::format("{} has {} site(s) in this program; site {} does not exist", name, sites.size(), site));
-  auto space = s->param_space(st, sites[size_t(site)]);
-  if (space.empty()) space.push_back({});
-  const strategies::Params* chosen = &space.front();
-  if (params && !params->empty()) {
-    chosen = nullptr;
-    std::string want = params->dump();  // nlohmann objects keep keys sorted, as params_to_json
-    for (const auto& p : space)
-      if (json::parse(strategies::params_to_json(p)).dump() == want) chosen = &p;
-    if (!chosen)
-      throw std::invalid_argument(fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
-                                              space.size(), name, site));
-  }
-  auto c = s->apply(st, sites[size_t(site)], *chosen);
-  if (!c)
-    throw std::invalid_argument(
-        fmt::format("{} does not apply at site {} with these params: {}", name, site, c.refusal().reason));
-  return std::move(c->program);
+  return apply_picked(
+      parent, name,
+      [&](const std::vector<strategies::Site>&) { return site < 0 ? std::nullopt : std::optional<size_t>(site); },
+      [&](size_t count) {
+        return fmt::format("{} has {} site(s) in this program; site {} does not exist", name, count, site);
+      },
+      params);
 }
 
 Candidate candidate_program(const leir::Program& parent, const Step& step) {
@@ -306,7 +318,16 @@ Candidate candidate_program(const leir::Program& parent, const Step& step) {
   c.strategy = step.strategy;
   try {
     if (step.form == Step::Form::Action) {
-      c.program = apply_action(parent, step.strategy, step.site ? *step.site : site_index(parent, step), step.params);
+      if (step.site) {
+        c.program = apply_action(parent, step.strategy, *step.site, step.params);
+      } else {
+        const auto handle = *tune::parse_handle(step.site_handle);
+        c.program = apply_picked(
+            parent, step.strategy,
+            [&](const std::vector<strategies::Site>& sites) { return tune::find_site(sites, handle); },
+            [&](size_t) { return fmt::format("{} has no site {} in this program", step.strategy, step.site_handle); },
+            step.params);
+      }
       return c;
     }
     if (has_signature(step.ir)) {

@@ -7,34 +7,20 @@
 #include <string>
 
 #include "backend/cpu/compiler.h"
+#include "base/sqlite.h"
 
 namespace steptp::tune {
 namespace {
 
 using nlohmann::json;
 
-// ---- SQLite helpers ----
-void exec(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error(std::string("measurement store: ") + m);
-  }
-}
+void exec(sqlite3* db, const char* sql) { base::sqlite_exec(db, sql, "measurement store"); }
 
 }  // namespace
 
 // ---- store ----
 MeasurementStore::MeasurementStore(const std::string& path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
-    std::string m = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("cannot open measurement store " + path + ": " + m);
-  }
-  sqlite3_busy_timeout(db_, 600000);
-  exec(db_, "PRAGMA journal_mode=WAL");
+  db_ = base::open_sqlite(path, "measurement store");
   exec(db_, "CREATE TABLE IF NOT EXISTS measurements(key TEXT PRIMARY KEY, payload TEXT)");
 }
 

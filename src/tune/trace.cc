@@ -3,31 +3,35 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include "strategies/schedule_state.h"
 
 namespace steptp::tune {
 
 using nlohmann::json;
 
 AppliedStep resolve_step(const leir::Program& p, const TraceStep& step) {
-  const auto* s = strategies::find_strategy(step.strategy);
-  if (!s) throw ReplayError(fmt::format("unknown strategy '{}'", step.strategy));
-  const strategies::ScheduleState st(p);
-  const auto& sites = s->sites(st);
-  auto i = find_site(sites, step.site);
-  if (!i)
-    throw ReplayError(fmt::format("{}: no site at path [{}] detail [{}] ({})", step.strategy,
-                                  fmt::join(step.site.path, ","), fmt::join(step.site.detail, ","),
-                                  step.site_description));
-  auto space = s->param_space(st, sites[*i]);
-  if (std::find(space.begin(), space.end(), step.params) == space.end())
-    throw ReplayError(fmt::format("{} at {}: parameters {} are not in the site's space", step.strategy,
-                                  sites[*i].description, strategies::params_to_json(step.params)));
-  auto c = s->apply(st, sites[*i], step.params);
-  if (!c)
-    throw ReplayError(fmt::format("{} at {}: the strategy refused parameters {}: {}", step.strategy,
-                                  sites[*i].description, strategies::params_to_json(step.params), c.refusal().reason));
-  return {sites[*i], *i, std::move(*c)};
+  auto r = strategies::apply_named(
+      p, step.strategy, [&](const std::vector<strategies::Site>& sites) { return find_site(sites, step.site); },
+      [&](const std::vector<strategies::Params>& space) -> std::optional<strategies::Params> {
+        if (std::find(space.begin(), space.end(), step.params) == space.end()) return std::nullopt;
+        return step.params;
+      });
+  if (auto* a = std::get_if<AppliedStep>(&r)) return std::move(*a);
+  const auto& f = std::get<strategies::ApplyFailure>(r);
+  using Stage = strategies::ApplyFailure::Stage;
+  switch (f.stage) {
+    case Stage::UnknownStrategy: throw ReplayError(fmt::format("unknown strategy '{}'", step.strategy));
+    case Stage::NoSite:
+      throw ReplayError(fmt::format("{}: no site at path [{}] detail [{}] ({})", step.strategy,
+                                    fmt::join(step.site.path, ","), fmt::join(step.site.detail, ","),
+                                    step.site_description));
+    case Stage::ParamsNotChosen:
+      throw ReplayError(fmt::format("{} at {}: parameters {} are not in the site's space", step.strategy,
+                                    f.site->description, strategies::params_to_json(step.params)));
+    case Stage::Refused:
+      throw ReplayError(fmt::format("{} at {}: the strategy refused parameters {}: {}", step.strategy,
+                                    f.site->description, strategies::params_to_json(step.params), f.reason));
+  }
+  throw ReplayError("unreachable");
 }
 
 leir::Program apply_step(const leir::Program& p, const TraceStep& step) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "leir/ast.h"
+#include "strategies/apply_named.h"
 #include "strategies/site_address.h"
 #include "strategies/strategy.h"
 
@@ -41,13 +42,8 @@ struct ReplayError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A step applied: the site it resolved to (and its index in the strategy's site list of `p`) and
-// the strategy's candidate (program, exactness, parameters).
-struct AppliedStep {
-  strategies::Site site;
-  size_t site_index = 0;
-  strategies::Candidate candidate;
-};
+// A step applied (strategies/apply_named.h, shared with the reward's action answers).
+using strategies::AppliedStep;
 AppliedStep resolve_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program apply_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program replay(const leir::Program& root, const Trace& trace);      // throws ReplayError

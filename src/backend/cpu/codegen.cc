@@ -474,13 +474,8 @@ class Emitter : public CExprEmitter {
   void emit_init(const StmtSite& site) {
     const leir::Stmt& s = *site.stmt;
     AccumOp op = plan_.accum.at(&s);
-    bool gather = false;
-    for (const auto& ix : s.lhs->args) gather |= reads_tensor(ix);
     int opened = 0;
-    for (const auto* l : site.loops) {
-      bool used = gather;
-      for (const auto& ix : s.lhs->args) used |= mentions_var(ix, l->var);
-      if (!used) continue;
+    for (const auto* l : init_loops(site).loops) {
       line(fmt::format("for (int64_t v_{0} = {1}; v_{0} < {2}; ++v_{0}) {{", l->var, l->start, l->start + l->extent));
       ++indent_;
       ++opened;

@@ -261,14 +261,7 @@ class Emitter : public CExprEmitter {
   // ---- kernels ----
   int64_t emit_init_kernel(const std::string& name, const std::string& decl, const StmtSite& site) {
     const leir::Stmt& s = *site.stmt;
-    bool gather = false;
-    for (const auto& ix : s.lhs->args) gather |= reads_tensor(ix);
-    std::vector<const leir::Loop*> used;
-    for (const auto* l : site.loops) {
-      bool m = gather;
-      for (const auto& ix : s.lhs->args) m |= mentions_var(ix, l->var);
-      if (m) used.push_back(l);
-    }
+    const std::vector<const leir::Loop*> used = init_loops(site).loops;
     int64_t total = 1;
     for (const auto* l : used) total *= l->extent;
     out_ += fmt::format("__global__ void {}({}) {{\n", name, decl);

@@ -431,14 +431,7 @@ struct Emitter {
 
   void emit_init_nest(const StmtSite& site) {
     const leir::Stmt& s = *site.stmt;
-    bool gather = false;
-    for (const auto& ix : s.lhs->args) gather |= reads_tensor(ix);
-    std::vector<const leir::Loop*> used;
-    for (const auto* l : site.loops) {
-      bool m = gather;
-      for (const auto& ix : s.lhs->args) m |= mentions_var(ix, l->var);
-      if (m) used.push_back(l);
-    }
+    const auto [used, gather] = init_loops(site);
     // Serial loops: the init writes each element once, whatever the original schedule.
     std::vector<leir::Loop> serial;
     for (const auto* l : used) serial.push_back({LoopKind::Serial, l->extent, l->var, l->start, l->loc});
