@@ -4,13 +4,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "base/hash.h"
 #include "bindings.h"
 #include "import/onnx_import.h"
 #include "json_caster.h"
+#include "leir/canonical.h"
 #include "leir/identifiers.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
-#include "search/search.h"
 
 namespace steptp::python {
 
@@ -71,12 +72,12 @@ void bind_program(nb::module_& m) {
            "The JSON form of LEIR.md §1 as a dict.")
       .def_prop_ro("signature", &signature,
                    "The known tensors: [{'name', 'role', 'dtype', 'shape', 'alias'}] in declaration order.")
-      .def_prop_ro("hash", [](const leir::Program& p) { return search::hex64(search::program_hash(p)); },
+      .def_prop_ro("hash", [](const leir::Program& p) { return base::hex64(leir::program_hash(p)); },
                    "Canonical hash (hex) of the program, as `steptp serve` reports it.")
       .def(
-          "__eq__", [](const leir::Program& a, const leir::Program& b) { return search::program_hash(a) == search::program_hash(b); },
+          "__eq__", [](const leir::Program& a, const leir::Program& b) { return leir::program_hash(a) == leir::program_hash(b); },
           nb::is_operator())
-      .def("__hash__", [](const leir::Program& p) { return int64_t(search::program_hash(p) >> 1); })
+      .def("__hash__", [](const leir::Program& p) { return int64_t(leir::program_hash(p) >> 1); })
       .def("__str__", [](const leir::Program& p) { return leir::program_to_text(p); })
       .def("__repr__", [](const leir::Program& p) { return "<steptp.Program '" + p.name + "'>"; })
       .def("__getstate__", [](const leir::Program& p) { return leir::program_to_json(p).dump(); })

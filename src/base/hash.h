@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 namespace steptp::base {
 
@@ -19,6 +22,9 @@ inline uint64_t fnv1a(std::string_view s, uint64_t h = kFnvOffsetBasis) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
 }
+
+// A 64-bit hash as 16 lowercase hex digits (how program hashes are written in records and names).
+inline std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }
 
 // Mixes a seed with a stream number (SplitMix64 finalizer): independent draws per stream.
 inline uint64_t mix_seed(uint64_t seed, uint64_t stream) {

@@ -23,11 +23,11 @@
 #include "cli/output.h"
 #include "dataset/reasoning.h"
 #include "import/onnx_import.h"
+#include "leir/canonical.h"
 #include "leir/program_io.h"
 #include "optimize/metrics.h"
 #include "optimize/model_runner.h"
 #include "optimize/optimize.h"
-#include "search/search.h"
 #include "strategies/sampler.h"
 #include "tune/database.h"
 #include "tune/machine.h"
@@ -190,7 +190,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
                            fmt::format("{} programs, policy {}, search {}", programs.size(), o->policy, o->search));
       for (size_t k = 0; k < programs.size(); ++k) {
         const leir::Program& root = programs[k];
-        const uint64_t seed = base::mix_seed(o->seed, search::program_hash(root));
+        const uint64_t seed = base::mix_seed(o->seed, leir::program_hash(root));
         opt.funnel.verify_seed = base::mix_seed(seed, 0x7e);
         std::unique_ptr<tune::Runner> runner;
         if (o->measure == "model") runner = std::make_unique<optimize::ModelRunner>(o->threads);

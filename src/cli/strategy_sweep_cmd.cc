@@ -23,11 +23,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/hash.h"
 #include "cli/command.h"
+#include "leir/canonical.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "leir/tensors.h"
-#include "search/search.h"
 #include "strategies/equivalence.h"
 #include "strategies/sampler.h"
 #include "strategies/strategy.h"
@@ -104,7 +105,7 @@ void print_results(const std::vector<Input>& inputs, const std::vector<const str
           try {
             auto c = s->apply(st, site, params);
             if (c) {
-              row["hash"] = search::hex64(search::program_hash(c->program));
+              row["hash"] = base::hex64(leir::program_hash(c->program));
               row["exactness"] = strategies::to_string(c->exactness);
               row["intermediate_bytes"] = {before, intermediate_bytes(c->program)};
             } else {

@@ -17,6 +17,7 @@
 #include "dataset/record_stats.h"
 #include "dataset/split.h"
 #include "dataset/token_stats.h"
+#include "leir/canonical.h"
 #include "leir/program_io.h"
 #include "search/search.h"
 #include "strategies/sampler.h"
@@ -244,7 +245,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   json inputs = json::array();
   for (const auto& r : roots)
     inputs.push_back({{"key", r.key}, {"family", r.family}, {"name", r.program.name},
-                      {"hash", search::hex64(search::program_hash(r.program))}});
+                      {"hash", base::hex64(leir::program_hash(r.program))}});
   json manifest = {{"tool", kGenerateVersion},
                    {"strategies_registered", strategies::all_strategies().size()},
                    {"workloads_registered", workloads::all_workloads().size()},
@@ -255,8 +256,8 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                    {"split", split_json},
                    {"counts", {{"roots", sum.roots}, {"records", sum.steps}, {"train", sum.train}, {"eval", sum.eval},
                                {"single", sum.single}, {"multi", sum.multi}}},
-                   {"files", {{"steps.jsonl", search::hex64(fnv(steps))},
-                              {"stats.json", search::hex64(fnv(stats_text))}}}};
+                   {"files", {{"steps.jsonl", base::hex64(fnv(steps))},
+                              {"stats.json", base::hex64(fnv(stats_text))}}}};
   manifest["options"]["format"] = o.format;
   manifest["options"]["answer_format"] = o.answer_format == AnswerFormat::IR ? "ir" : "action";
   manifest["options"]["token_sample"] = o.token_sample;
@@ -272,7 +273,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
   layout_files.push_back({"dataset_info.json", steptp_layout ? &dataset_info : nullptr});
   for (const auto& [name, data] : layout_files) {
     if (data) {
-      manifest["files"][name] = search::hex64(fnv(*data));
+      manifest["files"][name] = base::hex64(fnv(*data));
       base::write_file_atomically(out / name, *data);
     } else {
       fs::remove(out / name, ec);

@@ -30,6 +30,7 @@
 #include "dataset/root_sizing.h"
 #include "dataset/sharding.h"
 #include "dataset/workers.h"
+#include "leir/canonical.h"
 #include "strategies/sampler.h"
 
 namespace fs = std::filesystem;
@@ -51,8 +52,8 @@ std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<R
   if (o.trajectories != Trajectories::Tune) j.erase("measure_threads");
   j.erase("multi_per_strategy_cap");  // applied at export only
   std::string s = j.dump() + kGenerateVersion;
-  for (const auto& r : roots) s += r.key + search::hex64(search::program_hash(r.program));
-  return search::hex64(base::fnv1a(s, base::kProgramHashBasis));
+  for (const auto& r : roots) s += r.key + base::hex64(leir::program_hash(r.program));
+  return base::hex64(base::fnv1a(s, base::kProgramHashBasis));
 }
 
 void validate(const GenerateOptions& o) {

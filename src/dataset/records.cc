@@ -9,11 +9,13 @@
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "base/hash.h"
 #include "dataset/dataset.h"
 #include "dataset/measurement.h"
 #include "dataset/reasoning.h"
 #include "dataset/record_selection.h"
 #include "dataset/tuned_trajectory.h"
+#include "leir/canonical.h"
 #include "leir/program_io.h"
 #include "strategies/sampler.h"
 #include "tune/machine.h"
@@ -78,7 +80,7 @@ json answer_json(const search::Transition& t, const search::ProgramFacts& parent
           {"params", params_json(t.params)},
           {"exactness", std::string(strategies::to_string(t.exactness))},
           {"result_program", leir::program_to_text(t.result)},
-          {"result_hash", search::hex64(t.result_hash)},
+          {"result_hash", base::hex64(t.result_hash)},
           {"verification", json::parse(verify::to_json(t.report))},
           {"cost", {{"measured", t.cost_result.measured},
                     {"unit", t.cost_result.measured ? "us" : "model"},
@@ -117,7 +119,7 @@ void add_step_sites(json& steps, uint64_t hash, const std::vector<search::Transi
     }
     if (!from) return;
     steps[k]["site"] = site_handle(from->parent, from->strategy, size_t(from->site_index));
-    hash = search::program_hash(from->parent);
+    hash = leir::program_hash(from->parent);
   }
 }
 
@@ -136,7 +138,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
                   uint64_t seed) {
   std::string root_text = leir::program_to_text(r.program);
   json root = {{"key", r.key}, {"family", r.family}, {"name", r.program.name},
-               {"hash", search::hex64(search::program_hash(r.program))}};
+               {"hash", base::hex64(leir::program_hash(r.program))}};
   // Group transitions by parent state (in order of first appearance).
   std::vector<int> state_order;
   std::map<int, std::vector<size_t>> by_state;
@@ -162,7 +164,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     json base = {{"root", root},
                  {"root_program", root_text},
                  {"parent_program", leir::program_to_text(first.parent)},
-                 {"parent_hash", search::hex64(search::program_hash(first.parent))},
+                 {"parent_hash", base::hex64(leir::program_hash(first.parent))},
                  {"state", s},
                  {"depth", first.depth},
                  {"steps_so_far", json::array()},
@@ -170,7 +172,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
                  {"parent_speedup_vs_root", search::round_ratio(first.cost_root.value, first.cost_parent.value)}};
     for (const auto& st : first.steps_so_far)
       base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", params_json(st.params)}});
-    add_step_sites(base["steps_so_far"], search::program_hash(first.parent), transitions, producer);
+    add_step_sites(base["steps_so_far"], leir::program_hash(first.parent), transitions, producer);
     if (!machine.is_null()) base["machine"] = machine;
     // Single-answer records: every improving step, up to N non-improving ones per state.
     int non_impr = 0;
@@ -247,7 +249,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
 }  // namespace
 
 json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* stats, const std::string& store) {
-  const uint64_t seed = base::mix_seed(o.seed, search::program_hash(r.program));
+  const uint64_t seed = base::mix_seed(o.seed, leir::program_hash(r.program));
   if (o.trajectories == Trajectories::Tune) {
     tune::TuneOptions to;
     to.trials = o.tune_trials;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "leir/canonical.h"
 #include "leir/program_io.h"
 #include "tune/facts.h"
 #include "tune/runner.h"
@@ -62,7 +63,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     t.exactness = a.candidate.exactness;
     t.parent = parent;
     t.result = std::move(a.candidate.program);
-    t.result_hash = search::program_hash(t.result);
+    t.result_hash = leir::program_hash(t.result);
     // Costs are the analytic model's, as in the beam search's records (what the CoT quotes as
     // "the cost model"); the measured ones replace them when the records are re-measured.
     t.cost_root = state_cost[0];
@@ -124,7 +125,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
       }
       const leir::Program& parent = on_path ? states[k] : off->program;
       tune::AppliedStep a = tune::resolve_step(parent, trial.trace[k]);
-      if (!seen.insert(search::program_hash(a.candidate.program)).second) continue;
+      if (!seen.insert(leir::program_hash(a.candidate.program)).second) continue;
       add(on_path ? int(k) : off->id, prefix, parent, on_path ? state_cost[k] : off->cost, trial.trace[k], std::move(a));
     } catch (const tune::ReplayError&) {
       continue;  // cannot happen for a trace the search built; skip rather than guess

@@ -141,12 +141,20 @@ Program canonical_form(const Program& p) {
   return c;
 }
 
-uint64_t canonical_hash(const Program& p) {
-  const Program c = canonical_form(p);
+namespace {
+
+// What both hashes read: the signature lines, then the body, as printed.
+std::string hashed_text(const Program& p) {
   std::string s;
-  for (const auto& d : c.known) s += signature_line(d) + "\n";
-  s += print_body(c.body);
-  return base::fnv1a(s, base::kFnvOffsetBasis);
+  for (const auto& d : p.known) s += signature_line(d) + "\n";
+  s += print_body(p.body);
+  return s;
 }
+
+}  // namespace
+
+uint64_t program_hash(const Program& p) { return base::fnv1a(hashed_text(p), base::kProgramHashBasis); }
+
+uint64_t canonical_hash(const Program& p) { return base::fnv1a(hashed_text(canonical_form(p)), base::kFnvOffsetBasis); }
 
 }  // namespace steptp::leir

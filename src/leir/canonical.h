@@ -17,7 +17,7 @@
 //
 // Loop kinds, extents, starts, nest structure, statement order and every other operator stay as
 // written: each of them can change the lowering, so every strategy result still differs
-// (tests/strategies/canonical_sweep_test.cc).
+// (tests/reward/canonical_sweep_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,11 @@
 #include "leir/ast.h"
 
 namespace steptp::leir {
+
+// A program's identity as written: FNV-1a 64 (base::kProgramHashBasis) of its signature lines and
+// body as printed (the name and aliases are not part of it). Names records, kernels and store
+// entries, so its value must never change; canonical_hash below is the one that ignores edits.
+uint64_t program_hash(const Program& p);
 
 Program canonical_form(const Program& p);
 // FNV-1a 64 of canonical_form's text (signature lines + body): equal for programs that differ

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "base/hash.h"
 #include "leir/canonical.h"
 #include "leir/program_io.h"
-#include "search/search.h"
 
 namespace steptp::optimize {
 
@@ -17,7 +17,7 @@ json to_json(const Outcome& o) {
             {"cached", o.cached},
             {"form", o.form},
             {"strategy", o.strategy}};
-  if (o.program) j["candidate_hash"] = search::hex64(o.hash);
+  if (o.program) j["candidate_hash"] = base::hex64(o.hash);
   if (o.budget_stop) j["budget_stop"] = true;
   if (!o.infrastructure_failure.empty()) j["infrastructure_failure"] = o.infrastructure_failure;
   if (o.measured) j["speedup_vs_root"] = o.speedup_vs_root, j["clears_noise"] = o.clears_noise;
@@ -96,7 +96,7 @@ Outcome Funnel::evaluate(const leir::Program& parent, double parent_speedup, con
   if (jd.program) {
     out.program = jd.program;
     out.text = leir::program_to_text(*out.program);
-    out.hash = search::program_hash(*out.program);
+    out.hash = leir::program_hash(*out.program);
     out.step = {{"strategy", step.strategy.empty() ? "unnamed" : step.strategy},
                 {"params", step.params ? *step.params : json::object()}};
     if (!step.site_handle.empty()) out.step["site"] = step.site_handle;  // the prompt's steps so far name it

@@ -1,8 +1,8 @@
 #include "optimize/optimize.h"
 
+#include "base/hash.h"
 #include "leir/program_io.h"
 #include "optimize/metrics.h"
-#include "search/search.h"
 
 namespace steptp::optimize {
 
@@ -38,13 +38,13 @@ json optimize_program(const leir::Program& root, Policy& policy, tune::Measureme
   for (const auto& e : r.events) events.push_back(event_json(e, r.nodes));
   json nodes = json::array();
   for (const auto& n : r.nodes)
-    nodes.push_back({{"parent", n.parent}, {"depth", n.depth}, {"hash", search::hex64(n.hash)}, {"speedup", n.speedup},
+    nodes.push_back({{"parent", n.parent}, {"depth", n.depth}, {"hash", base::hex64(n.hash)}, {"speedup", n.speedup},
                      {"children", n.children}, {"visits", n.visits}, {"value_sum", n.value_sum},
                      {"failures", n.failures}, {"draws", n.draws}});
   const Node& best = r.nodes[size_t(r.best)];
   json m = program_metrics(events);
   return {{"program", root.name},
-          {"root_hash", search::hex64(r.nodes[0].hash)},
+          {"root_hash", base::hex64(r.nodes[0].hash)},
           {"verification", funnel.verification_method()},
           {"best", {{"speedup", best.speedup}, {"steps", best.steps}, {"program", best.text}, {"node", r.best}}},
           {"nodes", nodes},

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "leir/canonical.h"
 #include "leir/program_io.h"
-#include "search/search.h"
 
 namespace steptp::optimize {
 
@@ -13,7 +13,7 @@ Tree::Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spe
   Node r;
   r.program = root;
   r.text = leir::program_to_text(root);
-  r.hash = search::program_hash(root);
+  r.hash = leir::program_hash(root);
   nodes.push_back(std::move(r));
   by_hash_[nodes[0].hash] = 0;
   policy_.observe(root, 0.0);

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/hash.h"
 #include "leir/canonical.h"
 #include "leir/diagnostic.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
-#include "search/search.h"
 #include "strategies/apply_named.h"
 #include "tune/runner.h"
 #include "tune/trace.h"
@@ -177,8 +177,8 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const St
   const leir::Program& cand = *j.program;
   // "Differs" on the canonical form: renaming, commuting or `+0` is not a step.
   const uint64_t h = j.canonical_hash = leir::canonical_hash(cand);
-  out["candidate_hash"] = search::hex64(search::program_hash(cand));  // as the dataset's result_hash
-  out["canonical_hash"] = search::hex64(h);
+  out["candidate_hash"] = base::hex64(leir::program_hash(cand));  // as the dataset's result_hash
+  out["canonical_hash"] = base::hex64(h);
   if (h == parent_hash) {
     out = fail(out, Stage::Differs, "the program is the parent's (up to renaming, operand order and identities)");
     return j;

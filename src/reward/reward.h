@@ -144,7 +144,7 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
 // The funnel with verify::verify and `o.measurer`: {"reward", "parsed", "reason" (when not
 // parsed), "list", "answers": [outcome...]} where an outcome is {"reward", "parts": {format,
 // validity, equivalence, compiles, speedup}, "failed_stage": stage or null, "inconclusive": bool,
-// "reason", "form", "strategy", "candidate_hash" (search::program_hash, as the dataset's result_hash), "canonical_hash",
+// "reason", "form", "strategy", "candidate_hash" (leir::program_hash, as the dataset's result_hash), "canonical_hash",
 // "verification", "measurement":
 // {...}, "compiled_outputs", "speedup_vs_parent", "speedup_vs_root", "clears_noise",
 // "implausible"}. When the measurement could not take place for a reason that is not the

@@ -11,6 +11,7 @@
 #include "analysis/affine.h"
 #include "analysis/dependence.h"
 #include "analysis/structure.h"
+#include "leir/canonical.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "leir/tensors.h"
@@ -174,15 +175,6 @@ Cost model_cost(const leir::Program& p) {
   return {std::round(work * 10.0) / 10.0, false};
 }
 
-uint64_t program_hash(const leir::Program& p) {
-  std::string s;
-  for (const auto& d : p.known) s += leir::signature_line(d) + "\n";
-  s += leir::print_body(p.body);
-  return base::fnv1a(s, base::kProgramHashBasis);
-}
-
-std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }
-
 double round_ratio(double num, double den) {
   if (den <= 0) return 0;
   return std::round(num / den * 10000.0) / 10000.0;
@@ -207,9 +199,8 @@ struct Scored {
 SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
   auto t0 = Clock::now();
   SearchResult res;
-  const auto cost = model_cost;
   auto tc = Clock::now();
-  Cost root_cost = cost(root);
+  Cost root_cost = model_cost(root);
   res.stats.cost_s += secs(tc);
   verify::VerifyOptions vo;
   vo.trials = opts.verify_trials;
@@ -229,7 +220,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
     }
   }
 
-  std::set<uint64_t> seen{program_hash(root)};
+  std::set<uint64_t> seen{leir::program_hash(root)};
   std::vector<State> frontier{{root, {}, root_cost, 0}};
   int next_state = 1;
   for (int depth = 1; depth <= opts.depth && !frontier.empty(); ++depth) {
@@ -267,7 +258,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
               c.reset();
             }
             if (!c) continue;
-            uint64_t h = program_hash(c->program);
+            uint64_t h = leir::program_hash(c->program);
             if (seen.count(h)) {
               res.stats.duplicates++;
               continue;
@@ -302,7 +293,7 @@ SearchResult run_search(const leir::Program& root, const SearchOptions& opts) {
             t.cost_root = root_cost;
             t.cost_parent = st.cost;
             tc = Clock::now();
-            t.cost_result = cost(t.result);
+            t.cost_result = model_cost(t.result);
             res.stats.cost_s += secs(tc);
             t.improving = t.cost_result.value > 0 &&
                           t.cost_parent.value / t.cost_result.value >= opts.improve_threshold;

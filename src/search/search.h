@@ -124,10 +124,6 @@ struct SearchResult {
 
 SearchResult run_search(const leir::Program& root, const SearchOptions& opts);
 
-// Canonical hash of a program (FNV-1a 64 of its canonical text: signature lines + body).
-uint64_t program_hash(const leir::Program& p);
-std::string hex64(uint64_t h);
-
 // Speedup a/b rounded to 4 significant decimals (as stored in records).
 double round_ratio(double num, double den);
 

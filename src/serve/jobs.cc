@@ -13,13 +13,14 @@
 #include "backend/cpu/codegen.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/tir/tvmscript.h"
+#include "base/hash.h"
+#include "leir/canonical.h"
 #include "leir/diagnostic.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
 #include "reward/reward.h"
 #include "reward/timing.h"
-#include "search/search.h"
 #include "strategies/sampler.h"
 #include "strategies/strategy.h"
 #include "tune/timing_lock.h"
@@ -105,7 +106,7 @@ JobReply check(const json& req, const JobConfig& c) {
     body["nests"] = rep.summary.nests;
     body["statements"] = rep.summary.statements;
     body["flops"] = rep.summary.flops;
-    body["hash"] = search::hex64(search::program_hash(p));
+    body["hash"] = base::hex64(leir::program_hash(p));
     body["canonical"] = leir::program_to_text(p);
   }
   return {200, body};
@@ -134,7 +135,7 @@ JobReply apply_ep(const json& req, const JobConfig& c) {
   json results = json::array();
   auto add = [&](const std::string& strat, int site, const json& params, const leir::Program& prog) {
     results.push_back({{"strategy", strat}, {"site", site}, {"params", params},
-                       {"program", leir::program_to_text(prog)}, {"hash", search::hex64(search::program_hash(prog))}});
+                       {"program", leir::program_to_text(prog)}, {"hash", base::hex64(leir::program_hash(prog))}});
   };
   if (req.contains("params")) {
     int site = int(int_field(req, "site", 0, 0, 1000000));

@@ -6,9 +6,9 @@
 #include <optional>
 #include <set>
 
+#include "leir/canonical.h"
 #include "leir/program_io.h"
 #include "leir/validate.h"
-#include "search/search.h"
 #include "strategies/sampler.h"
 #include "strategies/schedule_state.h"
 #include "tune/schedule_rules.h"
@@ -22,7 +22,7 @@ EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, Sea
   r.x = extract_features(root, machine_);
   r.program = std::move(root);
   r.state = Node::State::Measured;  // speedup 1 over itself by definition
-  seen_.push_back({search::program_hash(r.program), 0});
+  seen_.push_back({leir::program_hash(r.program), 0});
   nodes_.push_back(std::move(r));
   add_rule_chains();
 }
@@ -41,7 +41,7 @@ void EvolutionarySearch::add_rule_chains() {
 
 int EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) {
   stats_.candidates++;
-  uint64_t h = search::program_hash(p);
+  uint64_t h = leir::program_hash(p);
   auto it = std::lower_bound(seen_.begin(), seen_.end(), std::make_pair(h, -1));
   if (it != seen_.end() && it->first == h) {
     stats_.duplicates++;

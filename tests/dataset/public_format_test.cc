@@ -13,12 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/hash.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
 #include "dataset/public_format.h"
+#include "leir/canonical.h"
 #include "leir/printer.h"
 #include "leir/program_io.h"
-#include "search/search.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -84,7 +85,7 @@ TEST(PublicFormat, KnownProseOfMatmul) {
             "(originally 'gemm.weight'). Output: 'D'.");
   // The prose carries the whole signature.
   auto back = leir::program_from_text(decls_from_prose(known_prose(p)) + leir::print_body(p.body));
-  EXPECT_EQ(search::program_hash(back), search::program_hash(p));
+  EXPECT_EQ(leir::program_hash(back), leir::program_hash(p));
 }
 
 TEST(PublicFormat, SameRecordsEveryAnswerParsesAndRebuildsTheResult) {
@@ -119,7 +120,7 @@ TEST(PublicFormat, SameRecordsEveryAnswerParsesAndRebuildsTheResult) {
       std::string decls = decls_from_prose(prose);
       auto body_start = nl + 30;
       std::string parent_body = user.substr(body_start, user.find('\n', body_start) - body_start);
-      EXPECT_EQ(search::hex64(search::program_hash(leir::program_from_text(decls + parent_body))),
+      EXPECT_EQ(base::hex64(leir::program_hash(leir::program_from_text(decls + parent_body))),
                 r["parent_hash"].get<std::string>());
       // The assistant: <think>diff</think><answer>JSON</answer>.
       ASSERT_EQ(asst.rfind("<think>\n", 0), 0u);
@@ -141,7 +142,7 @@ TEST(PublicFormat, SameRecordsEveryAnswerParsesAndRebuildsTheResult) {
         auto result = leir::program_from_text(a["result_program"].get<std::string>());
         EXPECT_EQ(leir_text, leir::print_body(result.body));
         if (a["transition"]["tensors_added"].empty() && a["transition"]["tensors_removed"].empty()) {
-          EXPECT_EQ(search::hex64(search::program_hash(leir::program_from_text(decls + leir_text))),
+          EXPECT_EQ(base::hex64(leir::program_hash(leir::program_from_text(decls + leir_text))),
                     a["result_hash"].get<std::string>());
           ++rebuilt;
         }
