@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include "base/error.h"
 #include "bindings.h"
 #include "interp/interpreter.h"
 #include "reward/reward.h"
@@ -38,6 +39,10 @@ void bind_errors(nb::module_& m) {
       raise("InvalidProgramError", e);
     } catch (const interp::RuntimeError& e) {
       raise("RunError", e);
+    } catch (const base::Error& e) {
+      // A request that does not follow the API is a ValueError, as Python's own argument checks
+      // (and the std::invalid_argument these were before); the other kinds stay RuntimeError.
+      PyErr_SetString(e.kind() == base::ErrorKind::BadRequest ? PyExc_ValueError : PyExc_RuntimeError, e.what());
     }
   });
 }

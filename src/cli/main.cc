@@ -1,10 +1,12 @@
-// The `steptp` driver: dispatches to the registered subcommands. Only the CLI does I/O.
+// The `steptp` driver: dispatches to the registered subcommands; an error's exit code is its
+// kind's (base/error.h, the table serve's statuses come from too).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iostream>
 #include <map>
 
+#include "base/error.h"
 #include "cli/command.h"
 #include "leir/diagnostic.h"
 
@@ -37,11 +39,11 @@ int main(int argc, char** argv) {
     try {
       return actions.at(sub)();
     } catch (const steptp::leir::LeirError& e) {
-      std::cerr << e.what() << "\n";
-      return 1;
+      std::cerr << e.what() << "\n";  // already "file:line:col: error: ..."
+      return steptp::base::exit_code(e.kind());
     } catch (const std::exception& e) {
       std::cerr << "steptp " << sub->get_name() << ": error: " << e.what() << "\n";
-      return 1;
+      return steptp::base::exit_code(steptp::base::kind_of(e));
     }
   }
   return 2;

@@ -12,15 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "leir/ast.h"
 
 namespace steptp::onnx_import {
 
 // Any reason a model cannot be imported (malformed file, unsupported op or attribute, shape
 // mismatch); what() names the file, and the node, op and attribute where one is at fault.
-class ImportError : public std::runtime_error {
+class ImportError : public base::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ImportError(const std::string& what) : base::Error(base::ErrorKind::Invalid, what) {}
 };
 
 struct ImportOptions {

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
 #include "leir/ast.h"
 #include "leir/values.h"
 
@@ -26,9 +27,9 @@ namespace steptp::interp {
 // A run-time violation: out-of-bounds index, read of an unset element, write to a read-only
 // tensor, race on an independent loop, missing/mis-shaped input. what() is a full diagnostic
 // "file:line:col: error: ..." naming the access/loop, the tensor and the offending index.
-class RuntimeError : public std::runtime_error {
+class RuntimeError : public base::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RuntimeError(const std::string& what) : base::Error(base::ErrorKind::Invalid, what) {}
 };
 
 struct RunOptions {

@@ -11,7 +11,7 @@ std::string format_diagnostic(const std::string& file, SourceLoc loc, const std:
 }
 
 LeirError::LeirError(std::string file, SourceLoc loc, std::string message)
-    : std::runtime_error(format_diagnostic(file, loc, message)),
+    : base::Error(base::ErrorKind::Invalid, format_diagnostic(file, loc, message), file),
       file_(std::move(file)),
       loc_(loc),
       message_(std::move(message)) {}

@@ -4,11 +4,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
 #include "leir/types.h"
 
 namespace steptp::leir {
 
-class LeirError : public std::runtime_error {
+// A program that does not parse or validate (base::ErrorKind::Invalid).
+class LeirError : public base::Error {
  public:
   LeirError(std::string file, SourceLoc loc, std::string message);
 

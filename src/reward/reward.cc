@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "leir/canonical.h"
 #include "leir/diagnostic.h"
@@ -257,10 +258,10 @@ std::string_view to_string(Stage s) {
 }
 
 Context parse_context(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("reward_context must be a JSON object");
+  if (!j.is_object()) throw base::Error(base::ErrorKind::BadRequest, "reward_context must be a JSON object");
   for (const char* k : {"root_program", "parent_program"})
     if (!j.contains(k) || !j[k].is_string())
-      throw std::invalid_argument(fmt::format("reward_context.{} must be a LEIR program text", k));
+      throw base::Error(base::ErrorKind::BadRequest, fmt::format("reward_context.{} must be a LEIR program text", k));
   return {valid_program(j["root_program"].get<std::string>(), "reward_context.root_program"),
           valid_program(j["parent_program"].get<std::string>(), "reward_context.parent_program")};
 }
@@ -268,8 +269,8 @@ Context parse_context(const json& j) {
 namespace {
 
 // Applies strategy `name` at the site `pick` chooses with `params` (nullopt or empty: the site's
-// first choice); throws std::invalid_argument saying why it does not apply (`no_site`: the
-// message when `pick` finds none, given the strategy's site count).
+// first choice); throws base::Error (BadRequest, naming the field) saying why it does not apply
+// (`no_site`: the message when `pick` finds none, given the strategy's site count).
 leir::Program apply_picked(const leir::Program& parent, const std::string& name, const strategies::SitePicker& pick,
                            const std::function<std::string(size_t site_count)>& no_site,
                            const std::optional<json>& params) {
@@ -287,15 +288,20 @@ leir::Program apply_picked(const leir::Program& parent, const std::string& name,
   if (auto* a = std::get_if<strategies::AppliedStep>(&r)) return std::move(a->candidate.program);
   const auto& f = std::get<strategies::ApplyFailure>(r);
   using Stage = strategies::ApplyFailure::Stage;
+  using base::ErrorKind;
   switch (f.stage) {
-    case Stage::UnknownStrategy: throw std::invalid_argument(fmt::format("unknown strategy '{}'", name));
-    case Stage::NoSite: throw std::invalid_argument(no_site(f.site_count));
+    case Stage::UnknownStrategy:
+      throw base::Error(ErrorKind::BadRequest, fmt::format("unknown strategy '{}'", name), "strategy");
+    case Stage::NoSite: throw base::Error(ErrorKind::BadRequest, no_site(f.site_count), "site");
     case Stage::ParamsNotChosen:
-      throw std::invalid_argument(fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
-                                              std::max<size_t>(f.space_size, 1), name, f.site_index));
+      throw base::Error(ErrorKind::BadRequest,
+                        fmt::format("params {} are not among the {} choice(s) of {} at site {}", want,
+                                    std::max<size_t>(f.space_size, 1), name, f.site_index),
+                        "params");
     case Stage::Refused:
-      throw std::invalid_argument(
-          fmt::format("{} does not apply at site {} with these params: {}", name, f.site_index, f.reason));
+      throw base::Error(ErrorKind::BadRequest,
+                        fmt::format("{} does not apply at site {} with these params: {}", name, f.site_index, f.reason),
+                        "params");
   }
   throw std::logic_error("unreachable");
 }

@@ -63,7 +63,7 @@ namespace steptp::reward {
 struct Context {
   leir::Program root, parent;
 };
-// Throws std::invalid_argument (missing/mistyped field, naming it) or leir::LeirError (a program
+// Throws base::Error (BadRequest: a missing/mistyped field, naming it) or leir::LeirError (a program
 // that does not parse or validate, with line:col inside that field).
 Context parse_context(const nlohmann::json& reward_context);
 
@@ -137,7 +137,8 @@ struct Candidate {
 Candidate candidate_program(const leir::Program& parent, const Step& step);
 
 // Applies strategy `name` at site `site` with `params` (nullopt: the site's first choice).
-// Returns the program or throws std::invalid_argument saying why it does not apply.
+// Returns the program or throws base::Error (BadRequest, field "strategy", "site" or "params")
+// saying why it does not apply.
 leir::Program apply_action(const leir::Program& parent, const std::string& name, int site,
                            const std::optional<nlohmann::json>& params);
 

@@ -13,6 +13,7 @@
 #include "backend/cpu/codegen.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/tir/tvmscript.h"
+#include "base/error.h"
 #include "base/hash.h"
 #include "leir/canonical.h"
 #include "leir/diagnostic.h"
@@ -31,19 +32,17 @@ namespace {
 
 using nlohmann::json;
 
-// A request that does not follow the API (400).
-struct BadRequest : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
+// A request that does not follow the API (base/error.h: 400).
+base::Error bad_request(const std::string& what) { return base::Error(base::ErrorKind::BadRequest, what); }
 
 void allow_only(const json& req, std::initializer_list<const char*> keys) {
   std::set<std::string> ok(keys.begin(), keys.end());
   for (const auto& [k, v] : req.items())
-    if (!ok.count(k)) throw BadRequest(fmt::format("unknown field '{}'", k));
+    if (!ok.count(k)) throw bad_request(fmt::format("unknown field '{}'", k));
 }
 
 const json& required(const json& req, const char* key) {
-  if (!req.contains(key)) throw BadRequest(fmt::format("missing field '{}'", key));
+  if (!req.contains(key)) throw bad_request(fmt::format("missing field '{}'", key));
   return req[key];
 }
 
@@ -51,7 +50,7 @@ int64_t int_field(const json& req, const char* key, int64_t def, int64_t lo, int
   if (!req.contains(key)) return def;
   const json& v = req[key];
   if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    throw BadRequest(fmt::format("field '{}' must be an integer in [{}, {}]", key, lo, hi));
+    throw bad_request(fmt::format("field '{}' must be an integer in [{}, {}]", key, lo, hi));
   return v.get<int64_t>();
 }
 
@@ -59,19 +58,19 @@ double number_field(const json& req, const char* key, double def, double lo, dou
   if (!req.contains(key)) return def;
   const json& v = req[key];
   if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi)
-    throw BadRequest(fmt::format("field '{}' must be a number in [{}, {}]", key, lo, hi));
+    throw bad_request(fmt::format("field '{}' must be a number in [{}, {}]", key, lo, hi));
   return v.get<double>();
 }
 
 bool bool_field(const json& req, const char* key, bool def) {
   if (!req.contains(key)) return def;
-  if (!req[key].is_boolean()) throw BadRequest(fmt::format("field '{}' must be true or false", key));
+  if (!req[key].is_boolean()) throw bad_request(fmt::format("field '{}' must be true or false", key));
   return req[key].get<bool>();
 }
 
 std::string string_field(const json& req, const char* key) {
   const json& v = required(req, key);
-  if (!v.is_string()) throw BadRequest(fmt::format("field '{}' must be a string", key));
+  if (!v.is_string()) throw bad_request(fmt::format("field '{}' must be a string", key));
   return v.get<std::string>();
 }
 
@@ -87,7 +86,7 @@ leir::Program program_field(const JobConfig& c, const json& req, const char* key
     check_program_size(v.dump().size(), c.limits, key);
     p = leir::program_from_json(v, key);
   } else {
-    throw BadRequest(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
+    throw bad_request(fmt::format("field '{}' must be a LEIR program (text or JSON object)", key));
   }
   check_program_limits(p, c.limits, key);
   return validate ? reward::require_valid(std::move(p), key) : p;
@@ -130,8 +129,8 @@ JobReply apply_ep(const json& req, const JobConfig& c) {
   leir::Program p = program_field(c, req, "program");
   std::string name = string_field(req, "strategy");
   const auto* s = strategies::find_strategy(name);
-  if (!s) throw BadRequest(fmt::format("unknown strategy '{}'", name));
-  if (req.contains("params") && !req["params"].is_object()) throw BadRequest("field 'params' must be an object");
+  if (!s) throw bad_request(fmt::format("unknown strategy '{}'", name));
+  if (req.contains("params") && !req["params"].is_object()) throw bad_request("field 'params' must be an object");
   json results = json::array();
   auto add = [&](const std::string& strat, int site, const json& params, const leir::Program& prog) {
     results.push_back({{"strategy", strat}, {"site", site}, {"params", params},
@@ -139,11 +138,7 @@ JobReply apply_ep(const json& req, const JobConfig& c) {
   };
   if (req.contains("params")) {
     int site = int(int_field(req, "site", 0, 0, 1000000));
-    try {
-      add(name, site, req["params"], reward::apply_action(p, name, site, req["params"]));
-    } catch (const std::invalid_argument& e) {
-      return {422, {{"error", e.what()}, {"field", "params"}}};
-    }
+    add(name, site, req["params"], reward::apply_action(p, name, site, req["params"]));
     return {200, {{"results", results}}};
   }
   strategies::SampleOptions so;
@@ -165,7 +160,7 @@ JobReply lower_ep(const json& req, const JobConfig& c) {
     if (target == "cpu") src = std::string(backend::cpu::cpu_prelude()) + backend::cpu::generate_cpu_kernel(p).code;
     else if (target == "cuda") src = std::string(backend::cuda::cuda_prelude()) + backend::cuda::generate_cuda(p).code;
     else if (target == "tir") src = backend::tir::emit_tvmscript(p);
-    else throw BadRequest("field 'target' must be one of cpu, cuda, tir");
+    else throw bad_request("field 'target' must be one of cpu, cuda, tir");
   } catch (const leir::LeirError& e) {
     return {422, {{"error", e.message()}, {"field", "program"}, {"target", target}}};
   }
@@ -240,17 +235,13 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
   std::string answer = string_field(req, "answer");
   std::string fault;
   if (req.contains("fault")) {
-    if (!c.fault_injection) throw BadRequest("unknown field 'fault' (fault injection is off)");
+    if (!c.fault_injection) throw bad_request("unknown field 'fault' (fault injection is off)");
     fault = string_field(req, "fault");
     if (fault != "crash" && fault != "hang" && fault != "oom" && fault != "wrong_output")
-      throw BadRequest("field 'fault' must be crash, hang, oom or wrong_output");
+      throw bad_request("field 'fault' must be crash, hang, oom or wrong_output");
   }
   reward::Context ctx;
-  try {
-    ctx = reward::parse_context(required(req, "reward_context"));
-  } catch (const std::invalid_argument& e) {
-    throw BadRequest(e.what());
-  }
+  ctx = reward::parse_context(required(req, "reward_context"));
   check_program_limits(ctx.root, c.limits, "reward_context.root_program");
   check_program_limits(ctx.parent, c.limits, "reward_context.parent_program");
   reward::ScoreOptions o;
@@ -305,7 +296,7 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
   const json& req = job["request"];
   uint64_t vseed = job.value("verify_seed", uint64_t{0}), iseed = job.value("input_seed", uint64_t{0});
   try {
-    if (!req.is_object()) throw BadRequest("the request body must be a JSON object");
+    if (!req.is_object()) throw bad_request("the request body must be a JSON object");
     if (ep == "check") return check(req, config);
     if (ep == "verify") return verify_ep(req, config, vseed);
     if (ep == "apply") return apply_ep(req, config);
@@ -313,17 +304,18 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
     if (ep == "measure") return measure_ep(req, config, iseed, notify);
     if (ep == "score") return score_one(req, config, vseed, iseed, notify);
     return {404, {{"error", "unknown endpoint " + ep}}};
-  } catch (const BadRequest& e) {
-    return {400, {{"error", e.what()}}};
   } catch (const LimitExceeded& e) {
-    return {413, {{"error", e.what()}, {"limit", e.limit}, {"field", e.field}, {"max", e.max}}};
+    return {base::http_status(e.kind()), {{"error", e.what()}, {"limit", e.limit}, {"field", e.field}, {"max", e.max}}};
   } catch (const leir::LeirError& e) {
-    return {422, {{"error", e.what()}, {"field", e.file()}, {"line", e.loc().line}, {"col", e.loc().col},
-                  {"message", e.message()}}};
+    return {base::http_status(e.kind()), {{"error", e.what()}, {"field", e.file()}, {"line", e.loc().line},
+                                          {"col", e.loc().col}, {"message", e.message()}}};
   } catch (const std::bad_alloc&) {
     throw;  // the sandbox reports it with the job's last progress (worker.cc)
   } catch (const std::exception& e) {
-    return {422, {{"error", e.what()}}};
+    // The status is the error's kind's (base/error.h), never chosen here.
+    json body{{"error", e.what()}};
+    if (const auto* b = dynamic_cast<const base::Error*>(&e); b && !b->field().empty()) body["field"] = b->field();
+    return {base::http_status(base::kind_of(e)), body};
   }
 }
 

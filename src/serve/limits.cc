@@ -42,8 +42,10 @@ struct Walk {
 }  // namespace
 
 LimitExceeded::LimitExceeded(std::string limit_, std::string field_, double value_, double max_)
-    : std::runtime_error(fmt::format("{}: over the service's limit {} (at least {:.0f}; at most {:.0f} allowed)",
-                                     field_, limit_, value_, max_)),
+    : base::Error(base::ErrorKind::TooLarge,
+                  fmt::format("{}: over the service's limit {} (at least {:.0f}; at most {:.0f} allowed)", field_,
+                              limit_, value_, max_),
+                  field_),
       limit(std::move(limit_)),
       field(std::move(field_)),
       value(value_),

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "leir/ast.h"
 
 namespace steptp::serve {
@@ -28,7 +29,8 @@ struct RequestLimits {
 };
 
 // A request over one of the limits: `limit` is its option name without dashes ("max_statements").
-struct LimitExceeded : std::runtime_error {
+// base::ErrorKind::TooLarge (413).
+struct LimitExceeded : base::Error {
   LimitExceeded(std::string limit, std::string field, double value, double max);
   std::string limit, field;
   double value, max;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "leir/ast.h"
 #include "strategies/apply_named.h"
 #include "strategies/site_address.h"
@@ -38,8 +39,8 @@ using Trace = std::vector<TraceStep>;
 
 // A step that does not replay: unknown strategy, no such site, parameters not in the site's
 // space, or the strategy refused them.
-struct ReplayError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ReplayError : base::Error {
+  explicit ReplayError(const std::string& what) : base::Error(base::ErrorKind::Invalid, what) {}
 };
 
 // A step applied (strategies/apply_named.h, shared with the reward's action answers).

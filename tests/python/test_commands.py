@@ -55,6 +55,11 @@ def test_apply_matches_cli_and_verifies(matmul, matmul_path):
     assert unchecked and "verdict" not in unchecked[0]
     with pytest.raises(ValueError, match="unknown strategy 'no_such'"):
         steptp.apply(matmul, "no_such")
+    # A site or parameters the program lacks: a request error (base::ErrorKind::BadRequest), ValueError.
+    with pytest.raises(ValueError, match="are not among the"):
+        steptp.apply(matmul, "loop_split", site=0, params={"factor": 999})
+    with pytest.raises(ValueError, match="site 999 does not exist"):
+        steptp.apply(matmul, "loop_split", site=999, params={})
 
 
 def test_lower_matches_cli(tmp_path, matmul, matmul_path):

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "dataset/dataset.h"
 #include "dataset/public_format.h"
 #include "leir/diagnostic.h"
@@ -305,7 +306,13 @@ TEST(Reward, InfrastructureFailuresAreNoScore) {
 }
 
 TEST(Reward, ContextErrorsNameTheField) {
-  EXPECT_THROW(parse_context(json{{"root_program", "x"}}), std::invalid_argument);
+  try {
+    parse_context(json{{"root_program", "x"}});
+    ADD_FAILURE() << "a context without parent_program was accepted";
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::BadRequest);  // serve's 400 (base/error.h)
+    EXPECT_EQ(base::http_status(e.kind()), 400);
+  }
   try {
     parse_context(json{{"root_program", "input A: f64[4]\noutput B: f64[4]\nL^{4}_{i=0}[B^{f64,g}_{i}=A^{f64,g}_{q};];"},
                        {"parent_program", "x"}});
