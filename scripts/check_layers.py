@@ -7,6 +7,9 @@ include a header of module B only if A is B or A links B (directly or through it
 include graph can never point up or sideways past what the build declares, and the module graph
 has no cycle. The drivers on top (src/cli, src/mpi) may include any module.
 
+Two checks keep the documents true to the tree: every `src/...` path that README.md, ARCHITECTURE.md
+or docs/*.md names exists, and README.md's layout table has a row for every folder of src/.
+
 Usage: scripts/check_layers.py [SRC_DIR]   (exit 1 with one line per violation)
 """
 import pathlib
@@ -84,15 +87,59 @@ def violations(src):
     return out
 
 
+# A path under src/ as documents write it (not build/src/..., the binaries' folder); trailing
+# punctuation of the sentence is not part of it.
+DOC_PATH = re.compile(r"(?<![\w/.-])src/[A-Za-z0-9_./-]*[A-Za-z0-9_/]")
+LAYOUT_ROW = re.compile(r"^\|\s*`src/([a-z_]+)/`\s*\|([^|]*)\|", re.M)
+
+
+def documents(root):
+    return [root / "README.md", root / "ARCHITECTURE.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def missing_doc_paths(root):
+    """One line per `src/...` path named in the documents that does not exist in the tree."""
+    out = []
+    for doc in documents(root):
+        if not doc.exists():
+            continue
+        text = doc.read_text(errors="replace")
+        for m in DOC_PATH.finditer(text):
+            if not (root / m.group(0)).exists():
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"{doc.relative_to(root)}:{line}: names {m.group(0)}, which does not exist")
+    return out
+
+
+def layout_table_mismatches(root):
+    """One line per folder of src/ that README.md's layout table has no `src/NAME/` row for, and per
+    library row whose links column (backquoted module names) is not what src/CMakeLists.txt
+    declares it links directly."""
+    rows = {name: set(re.findall(r"`([a-z_]+)`", links))
+            for name, links in LAYOUT_ROW.findall((root / "README.md").read_text())}
+    declared = declared_modules((root / "src" / "CMakeLists.txt").read_text())
+    out = [f"README.md: the layout table has no row for src/{d.name}/"
+           for d in sorted((root / "src").iterdir()) if d.is_dir() and d.name not in rows]
+    for name, links in sorted(rows.items()):
+        if name in declared and name not in DRIVERS:
+            want = {d for d in declared[name] if d in declared}
+            if links != want:
+                out.append(f"README.md: the layout table says src/{name}/ links {sorted(links)}, "
+                           f"src/CMakeLists.txt {sorted(want)}")
+    return out
+
+
 def main():
     src = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "src")
     bad = violations(src)
+    if len(sys.argv) <= 1:  # the documents are checked on the real tree only
+        bad += missing_doc_paths(src.parent) + layout_table_mismatches(src.parent)
     for line in bad:
         print(line)
     if bad:
-        print(f"check_layers: {len(bad)} include(s) against the layers")
+        print(f"check_layers: {len(bad)} problem(s)")
         return 1
-    print(f"check_layers: every include of {src} follows the module layers")
+    print(f"check_layers: every include of {src} follows the module layers; the documents name existing paths")
     return 0
 
 

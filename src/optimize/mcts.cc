@@ -13,13 +13,13 @@ double uct(const Node& parent, const Node& child, double c) {
 }
 
 // Progressive widening: children a state of `visits` visits may have.
-int widening_limit(int visits, const SearchOptions& o) {
+int widening_limit(int visits, const TreeSearchOptions& o) {
   return std::max(1, int(std::ceil(o.widening_c * std::pow(double(visits + 1), o.widening_alpha))));
 }
 
 }  // namespace
 
-SearchResult run_mcts(Tree& t, const SearchOptions& o) {
+TreeSearchResult run_mcts(Tree& t, const TreeSearchOptions& o) {
   for (int iter = 0; iter < o.nodes && !t.exhausted(); ++iter) {
     // Selection: descend while the state is fully widened (or closed) and has children.
     std::vector<int> path{0};

@@ -33,7 +33,7 @@ json optimize_program(const leir::Program& root, Policy& policy, tune::Measureme
                       const OptimizeOptions& o) {
   Spend spend(o.budget);
   Funnel funnel(root, store, runner, o.funnel);
-  SearchResult r = run_search(root, policy, funnel, spend, o.search);
+  TreeSearchResult r = run_tree_search(root, policy, funnel, spend, o.search);
   json events = json::array();
   for (const auto& e : r.events) events.push_back(event_json(e, r.nodes));
   json nodes = json::array();

@@ -14,7 +14,7 @@
 namespace steptp::optimize {
 
 struct OptimizeOptions {
-  SearchOptions search;
+  TreeSearchOptions search;
   Budget budget;  // per program
   FunnelOptions funnel;
 };

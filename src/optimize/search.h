@@ -39,7 +39,7 @@ enum class SearchKind { Chain, Greedy, Beam, Dfs, Bfs, Mcts };
 SearchKind search_kind_from(const std::string& s);  // throws std::invalid_argument
 std::string_view to_string(SearchKind k);
 
-struct SearchOptions {
+struct TreeSearchOptions {
   SearchKind kind = SearchKind::Greedy;
   int depth = 4;       // steps from the root
   int proposals = 4;   // per expansion (chain, mcts: 1)
@@ -75,7 +75,7 @@ struct Event {
   int64_t measured_after = 0, tokens_after = 0, calls_after = 0;  // spend after this event
 };
 
-struct SearchResult {
+struct TreeSearchResult {
   std::vector<Node> nodes;           // nodes[0] is the root
   std::vector<Event> events;
   std::vector<int> expansion_order;  // states in the order they were asked
@@ -83,7 +83,7 @@ struct SearchResult {
   bool budget_exhausted = false;
 };
 
-SearchResult run_search(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend,
-                        const SearchOptions& o);
+TreeSearchResult run_tree_search(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend,
+                                 const TreeSearchOptions& o);
 
 }  // namespace steptp::optimize

@@ -7,11 +7,11 @@
 
 namespace steptp::optimize {
 
-SearchResult run_mcts(Tree& t, const SearchOptions& o);
+TreeSearchResult run_mcts(Tree& t, const TreeSearchOptions& o);
 
 namespace {
 
-void chain(Tree& t, const SearchOptions& o) {
+void chain(Tree& t, const TreeSearchOptions& o) {
   int cur = 0;
   while (!t.exhausted() && t.nodes[size_t(cur)].depth < o.depth) {
     auto kids = t.expand(cur, 1);
@@ -23,7 +23,7 @@ void chain(Tree& t, const SearchOptions& o) {
   }
 }
 
-void greedy(Tree& t, const SearchOptions& o) {
+void greedy(Tree& t, const TreeSearchOptions& o) {
   int cur = 0;
   while (!t.exhausted() && t.nodes[size_t(cur)].depth < o.depth) {
     auto kids = t.expand(cur, o.proposals);
@@ -33,7 +33,7 @@ void greedy(Tree& t, const SearchOptions& o) {
   }
 }
 
-void beam(Tree& t, const SearchOptions& o) {
+void beam(Tree& t, const TreeSearchOptions& o) {
   std::vector<int> frontier{0};
   for (int d = 0; d < o.depth && !frontier.empty() && !t.exhausted(); ++d) {
     std::vector<int> next;
@@ -50,7 +50,7 @@ void beam(Tree& t, const SearchOptions& o) {
 
 // DFS and BFS differ only in the end of the frontier they take the next state from: the newest
 // (depth first; the fastest child on top) or the oldest (level by level).
-void frontier_search(Tree& t, const SearchOptions& o, bool depth_first) {
+void frontier_search(Tree& t, const TreeSearchOptions& o, bool depth_first) {
   std::deque<int> frontier{0};
   int expansions = 0;
   while (!frontier.empty() && expansions < o.nodes && !t.exhausted()) {
@@ -90,8 +90,8 @@ std::string_view to_string(SearchKind k) {
   return "greedy";
 }
 
-SearchResult run_search(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend,
-                        const SearchOptions& o) {
+TreeSearchResult run_tree_search(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend,
+                                 const TreeSearchOptions& o) {
   Tree t(root, policy, funnel, spend, o);
   switch (o.kind) {
     case SearchKind::Chain: chain(t, o); break;

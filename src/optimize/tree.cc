@@ -8,7 +8,7 @@
 
 namespace steptp::optimize {
 
-Tree::Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend, const SearchOptions& o)
+Tree::Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend, const TreeSearchOptions& o)
     : policy_(policy), funnel_(funnel), spend_(spend), o_(o) {
   Node r;
   r.program = root;
@@ -98,8 +98,8 @@ void Tree::sort_fastest(std::vector<int>& v) const {
   });
 }
 
-SearchResult Tree::finish() {
-  SearchResult r;
+TreeSearchResult Tree::finish() {
+  TreeSearchResult r;
   std::vector<int> all(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) all[i] = int(i);
   sort_fastest(all);

@@ -11,7 +11,7 @@ namespace steptp::optimize {
 
 class Tree {
  public:
-  Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend, const SearchOptions& o);
+  Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend, const TreeSearchOptions& o);
 
   // Asks for `n` proposals at `node`; returns the children they reached (new or not, in proposal
   // order, without repeats). Sets exhausted() when a budget stopped it.
@@ -20,7 +20,7 @@ class Tree {
   // Fastest first, ties by index.
   void sort_fastest(std::vector<int>& v) const;
 
-  SearchResult finish();
+  TreeSearchResult finish();
 
   std::vector<Node> nodes;
 
@@ -28,7 +28,7 @@ class Tree {
   Policy& policy_;
   Funnel& funnel_;
   Spend& spend_;
-  SearchOptions o_;
+  TreeSearchOptions o_;
   std::vector<Event> events_;
   std::vector<int> order_;
   std::map<uint64_t, int> by_hash_;

@@ -162,7 +162,7 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const St
     jg.on_progress(p);
   };
   progress(Stage::Valid);
-  Candidate c = candidate_program(parent, step);
+  StepProgram c = candidate_program(parent, step);
   if (c.program && jg.admissible)
     if (std::string why = jg.admissible(*c.program); !why.empty()) {
       c.error = why;
@@ -319,8 +319,8 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
       params);
 }
 
-Candidate candidate_program(const leir::Program& parent, const Step& step) {
-  Candidate c;
+StepProgram candidate_program(const leir::Program& parent, const Step& step) {
+  StepProgram c;
   c.strategy = step.strategy;
   try {
     if (step.form == Step::Form::Action) {

@@ -129,12 +129,12 @@ struct ScoreOptions {
 
 // The candidate program of one step: the IR parsed (body-only IR gets the parent's signature) or
 // the action applied. Returns the error (with line:col for IR) when it is not valid.
-struct Candidate {
+struct StepProgram {
   std::optional<leir::Program> program;
   std::string error;
   std::string strategy;  // the strategy the step names (IR form: as claimed, unchecked)
 };
-Candidate candidate_program(const leir::Program& parent, const Step& step);
+StepProgram candidate_program(const leir::Program& parent, const Step& step);
 
 // Applies strategy `name` at site `site` with `params` (nullopt: the site's first choice).
 // Returns the program or throws base::Error (BadRequest, field "strategy", "site" or "params")

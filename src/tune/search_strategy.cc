@@ -15,7 +15,7 @@
 
 namespace steptp::tune {
 
-EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, SearchOptions o)
+EvolutionarySearch::EvolutionarySearch(leir::Program root, const Machine& m, EvolutionaryOptions o)
     : machine_(m), o_(o) {
   Node r;
   r.text = leir::program_to_text(root, false);

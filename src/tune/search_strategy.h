@@ -32,7 +32,7 @@
 
 namespace steptp::tune {
 
-struct SearchOptions {
+struct EvolutionaryOptions {
   uint64_t seed = 0;
   int per_round = 8;
   int explore = 2;
@@ -65,7 +65,7 @@ struct SearchStats {
 
 class EvolutionarySearch {
  public:
-  EvolutionarySearch(leir::Program root, const Machine& m, SearchOptions o);
+  EvolutionarySearch(leir::Program root, const Machine& m, EvolutionaryOptions o);
 
   // One round's expansion then selection; returns node indices to measure (at most `limit`),
   // empty when nothing is left to try.
@@ -85,7 +85,7 @@ class EvolutionarySearch {
   void add_rule_chains();
 
   Machine machine_;
-  SearchOptions o_;
+  EvolutionaryOptions o_;
   std::vector<Node> nodes_;
   std::vector<std::pair<uint64_t, int>> seen_;  // (program hash, node), sorted: dedup
   std::vector<int> rule_nodes_;                  // ends of the rule chains, measured first

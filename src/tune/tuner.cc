@@ -75,7 +75,7 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
   }
   MeasurementStore store(o.store_path);
   Comparer comparer(store, *runner);
-  SearchOptions so = o.search;
+  EvolutionaryOptions so = o.search;
   so.seed = base::mix_seed(o.seed, 0x5e);
   EvolutionarySearch search(root, r.machine, so);
   const uint64_t verify_seed = base::mix_seed(o.seed, 0x7e);

@@ -43,7 +43,7 @@ struct TuneOptions {
   int threads = 0;          // timed OpenMP threads; 0: all cores
   uint64_t seed = 0;
   std::string store_path;   // SQLite measurement store (created if missing)
-  SearchOptions search;     // its seed is derived from `seed`
+  EvolutionaryOptions search;  // its seed is derived from `seed`
   backend::MeasureOptions measure{.warmup = 2, .min_time_s = 0.1, .min_repeats = 5, .max_time_s = 2.0,
                                   .stable_rel = 0.02};
   bool time_trajectory = true;  // time the best trace step by step

@@ -55,5 +55,43 @@ class CheckLayers(unittest.TestCase):
                 check_layers.violations(src)
 
 
+class DocumentsMatchTheTree(unittest.TestCase):
+    def test_real_documents_name_existing_paths(self):
+        self.assertEqual(check_layers.missing_doc_paths(ROOT), [])
+
+    def test_real_layout_table_lists_every_folder_and_its_links(self):
+        self.assertEqual(check_layers.layout_table_mismatches(ROOT), [])
+
+    def doc_tree(self, readme, folders):
+        d = tempfile.TemporaryDirectory()
+        root = pathlib.Path(d.name)
+        for f in folders:
+            (root / "src" / f).mkdir(parents=True)
+        (root / "src" / "leir" / "ast.h").write_text("")
+        (root / "src" / "CMakeLists.txt").write_text(CMAKE)
+        (root / "docs").mkdir()
+        (root / "README.md").write_text(readme)
+        return d, root
+
+    def test_a_missing_path_is_reported_with_line(self):
+        d, root = self.doc_tree("intro\nsee `src/leir/ast.h`, src/leir/gone.h. and build/src/steptp\n", ["leir"])
+        with d:
+            self.assertEqual(check_layers.missing_doc_paths(root),
+                             ["README.md:2: names src/leir/gone.h, which does not exist"])
+
+    def test_a_folder_without_a_layout_row_is_reported(self):
+        d, root = self.doc_tree("| `src/leir/` | `base` | the IR |\n", ["leir", "base"])
+        with d:
+            self.assertEqual(check_layers.layout_table_mismatches(root),
+                             ["README.md: the layout table has no row for src/base/"])
+
+    def test_a_links_column_unlike_the_build_is_reported(self):
+        d, root = self.doc_tree("| `src/base/` | — | x |\n| `src/leir/` | `base` | x |\n| `src/tune/` | `base` | x |\n",
+                                ["leir", "base", "tune"])
+        with d:
+            self.assertEqual(check_layers.layout_table_mismatches(root),
+                             ["README.md: the layout table says src/tune/ links ['base'], src/CMakeLists.txt ['leir']"])
+
+
 if __name__ == "__main__":
     unittest.main()

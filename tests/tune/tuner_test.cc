@@ -74,7 +74,7 @@ TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
       "L^{64}_{a=0}L^{32}_{c=0}[C^{f32,g}_{a,c}=A^{f32,g}_{a,c}*2;];"
       "L^{64}_{a=0}L^{32}_{c=0}[D^{f32,g}_{a,c}=X^{f32,g}_{a,c}+1;];",
       "two.leir");
-  EvolutionarySearch search(root, this_machine(1), SearchOptions{.seed = 5});
+  EvolutionarySearch search(root, this_machine(1), EvolutionaryOptions{.seed = 5});
   CostModel prior;
   auto chosen = search.next_round(prior, 8);
   ASSERT_GE(chosen.size(), 3u);
@@ -105,7 +105,7 @@ TEST(EvolutionarySearch, ExplorationTriesStrategiesNotTriedYet) {
       "explore.leir");
   CostModel prior;
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
-    EvolutionarySearch search(root, this_machine(1), SearchOptions{.seed = seed, .per_round = 12, .explore = 6, .explore_untried = 3});
+    EvolutionarySearch search(root, this_machine(1), EvolutionaryOptions{.seed = seed, .per_round = 12, .explore = 6, .explore_untried = 3});
     auto chosen = search.next_round(prior, 12);
     ASSERT_EQ(chosen.size(), 12u) << seed;
     const auto& nodes = search.nodes();
