@@ -97,6 +97,7 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     } else {
       std::cout << fmt::format("{}: root {:.4g} ms, best {:.4g} ms, speedup {:.2f}x after {} trials ({} steps) -> {}\n",
                                r.root.name, r.root_ms, r.best_ms, r.speedup, r.trials, r.best_trace.size(), o->out);
+      if (r.roofline) std::cout << tune::roofline_line(*r.roofline) << "\n";
     }
     return 0;
   };
