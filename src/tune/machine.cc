@@ -59,7 +59,8 @@ Machine this_machine(int threads) {
   // The version line names the compiler; the hash covers flags and prelude too.
   m.compiler = fmt::format("{} #{}", id.substr(0, id.find('\n')), backend::cpu::content_hash(id).substr(0, 12));
   m.threads = threads > 0 ? threads : m.cores;
-  const bool avx512 = __builtin_cpu_supports("avx512f");
+  // $STEPTP_ISA=avx2: the kernels are AVX2 code (backend/cpu/compiler.h), and so is this machine.
+  const bool avx512 = __builtin_cpu_supports("avx512f") && !backend::cpu::avx2_kernels();
   m.vector_bytes = avx512 ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
   m.vector_registers = avx512 ? 32 : 16;
   m.datapath_bytes =

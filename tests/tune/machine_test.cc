@@ -3,9 +3,12 @@
 // AVX-512 fingerprint unchanged, and an AVX2 fingerprint gets its own.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/compiler.h"
 #include "tune/machine.h"
 
 namespace steptp::tune {
@@ -71,6 +74,25 @@ TEST(Machine, ThisMachineHasARegisterFileForItsVectorWidth) {
   EXPECT_GE(m.datapath_bytes, 16);
   EXPECT_LE(m.datapath_bytes, m.vector_bytes);
   EXPECT_FALSE(schedule_params(m).block_shapes.empty());
+}
+
+// $STEPTP_ISA=avx2 describes this machine as the AVX2 machine its kernels are then compiled for.
+TEST(Machine, IsaAvx2MakesThisMachineAnAvx2One) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+  const char* before = std::getenv("STEPTP_ISA");
+  const std::string saved = before ? before : "";
+  setenv("STEPTP_ISA", "avx2", 1);
+  EXPECT_TRUE(backend::cpu::avx2_kernels());
+  const Machine m = this_machine(1);
+  EXPECT_EQ(m.vector_bytes, 32);
+  EXPECT_EQ(m.vector_registers, 16);
+  EXPECT_EQ(schedule_params(m).block_shapes, (Shapes{{8, 1}, {4, 1}}));
+  setenv("STEPTP_ISA", "sse9", 1);
+  EXPECT_THROW(backend::cpu::avx2_kernels(), std::runtime_error);
+  setenv("STEPTP_ISA", "native", 1);
+  EXPECT_FALSE(backend::cpu::avx2_kernels());
+  if (before) setenv("STEPTP_ISA", saved.c_str(), 1);
+  else unsetenv("STEPTP_ISA");
 }
 
 }  // namespace
