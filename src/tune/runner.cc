@@ -22,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/compiler.h"
-#include "backend/measure/memory_traffic.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
+#include "backend/measure/memory_traffic.h"
 #include "interp/inputs.h"
 #include "tune/machine.h"
 #include "tune/timing_lock.h"
