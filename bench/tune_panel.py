@@ -181,7 +181,7 @@ class Panel:
                        "trials_measured": j.get("trials_measured"), "best_time_s": j.get("best_time_s"),
                        "speedup_tuning": j.get("speedup"), "cost_model": j.get("cost_model"),
                        "analytic_model": (j.get("cost_model") or {}).get("analytic"), "machine": j.get("machine"),
-                       "trial_ms": our_trial_times(j)}
+                       "roofline": j.get("roofline"), "trial_ms": our_trial_times(j)}
         row["best"] = os.path.join(d, "best.json")
 
     def metaschedule(self, row):
@@ -289,6 +289,11 @@ class Panel:
                 row["torch_over_ours"] = med["torch"] / med["best"]
             if "best" in med and "sgemm" in med:
                 row["sgemm_over_ours"] = med["sgemm"] / med["best"]
+            # The share of the copy bandwidth our best reaches: the tuner's copy of the program's
+            # unavoidable bytes (docs/tune.md, "Roofline") over the best program's panel time.
+            roof = (row.get("ours") or {}).get("roofline")
+            if "best" in med and roof and roof.get("copy_ms"):
+                row["copy_share"] = roof["copy_ms"] / med["best"]
             ms, ours = row.get("metaschedule"), row.get("ours")
             if ms and ours and "best" in med and "metaschedule" in med:
                 row["ms_over_ours"] = med["metaschedule"] / med["best"]
@@ -347,8 +352,12 @@ def trials_to_reach(trial_ms, target_ms):
 
 def environment(env):
     with open("/proc/cpuinfo", encoding="utf-8") as f:
-        model = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
-    return {"cpu": model.group(1) if model else "?", "cores": os.cpu_count(),
+        info = f.read()
+    model = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
+    flags = re.search(r"^flags\s*:\s*(.*)$", info, re.M)
+    flags = set(flags.group(1).split()) if flags else set()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+    return {"cpu": model.group(1) if model else "?", "isa": isa, "cores": os.cpu_count(),
             "OPENBLAS_CORETYPE": env.get("OPENBLAS_CORETYPE"), "OMP_WAIT_POLICY": env.get("OMP_WAIT_POLICY"),
             "time": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
@@ -360,11 +369,12 @@ def fmt(x, spec=".3f"):
 def print_table(res):
     rows, s = res["rows"], res["summary"]
     print(f"# steptp tune panel: {s['workloads']} workloads, {res['settings']['threads']} threads, "
-          f"{res['environment']['cpu']}, {res['wall_s'] / 60:.1f} min")
+          f"{res['environment']['cpu']} ({res['environment']['isa']}), {res['wall_s'] / 60:.1f} min")
     for n in res["notes"]:
         print(f"# note: {n}")
     print(f"{'workload':34} {'naive ms':>10} {'best ms':>10} {'x naive':>8} {'torch ms':>10} {'torch/ours':>10} "
-          f"{'MS ms':>10} {'MS/ours':>8} {'trials':>6} {'MS reach':>8} {'we reach':>8} {'tune s':>7} {'MS s':>7}")
+          f"{'MS ms':>10} {'MS/ours':>8} {'copy %':>6} {'trials':>6} {'MS reach':>8} {'we reach':>8} {'tune s':>7} "
+          f"{'MS s':>7}")
     for r in rows:
         m = r.get("median_ms", {})
         if "error" in r:
@@ -374,7 +384,8 @@ def print_table(res):
         print(f"{r['label']:34} {fmt(m.get('naive'), '.4f'):>10} {fmt(m.get('best'), '.4f'):>10} "
               f"{fmt(r.get('speedup_vs_naive'), '.2f'):>8} {fmt(m.get('torch'), '.4f'):>10} "
               f"{fmt(r.get('torch_over_ours'), '.2f'):>10} {fmt(m.get('metaschedule'), '.4f'):>10} "
-              f"{fmt(r.get('ms_over_ours'), '.2f'):>8} {r['ours']['trials']:>6} "
+              f"{fmt(r.get('ms_over_ours'), '.2f'):>8} "
+              f"{fmt(100 * r['copy_share'] if 'copy_share' in r else None, '.0f'):>6} {r['ours']['trials']:>6} "
               f"{fmt(r.get('ms_trials_to_reach_ours'), 'd'):>8} {fmt(r.get('our_trials_to_reach_ms'), 'd'):>8} "
               f"{fmt(r['ours']['wall_s'], '.0f'):>7} {fmt(ms.get('wall_s'), '.0f'):>7}")
         for e in r.get("timing_errors", []) + ([r["metaschedule_error"]] if "metaschedule_error" in r else []):

@@ -1,15 +1,17 @@
-// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--json]:
-// measurement-guided search from one program (tune/tuner.h). Writes DIR/best.json (the best
-// program, LEIR.md §1 JSON), DIR/trajectory.json (its steps from the root, each with the
-// strategy, stable site address, typed parameters and step timings), DIR/result.json (the
-// deterministic summary: times, speedup, trials, every trial, cost-model quality) and keeps every
-// measurement in DIR/measurements.sqlite (or --store PATH). Progress on stderr (base/progress.h:
-// a status line on a TTY, otherwise a line per round every few seconds; --quiet: none);
-// --json prints result.json's object plus "wall_s" and "store" (reused / measured now), the only
-// fields that depend on the clock or the store's history. Exit 1 on invalid input.
+// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--measure cpu|model] [--json]:
+// measurement-guided search from one program (tune/tuner.h); `--measure model` ranks by the
+// analytic estimate instead of timings (optimize/model_runner.h: deterministic, for checks). Writes
+// DIR/best.json (the best program, LEIR.md §1 JSON), DIR/trajectory.json (its steps from the root,
+// each with the strategy, stable site address, typed parameters and step timings), DIR/result.json
+// (the deterministic summary: times, speedup, trials, every trial, cost-model quality) and keeps
+// every measurement in DIR/measurements.sqlite (or --store PATH). Progress on stderr
+// (base/progress.h: a status line on a TTY, otherwise a line per round every few seconds; --quiet:
+// none); --json prints result.json's object plus "wall_s" and "store" (reused / measured now), the
+// only fields that depend on the clock or the store's history. Exit 1 on invalid input.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 #include "cli/command.h"
 #include "import/onnx_import.h"
 #include "leir/program_io.h"
+#include "optimize/model_runner.h"
 #include "tune/tuner.h"
 
 namespace fs = std::filesystem;
@@ -33,7 +36,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements in the loop", [](CLI::App& sub) {
   struct Opts {
-    std::string file, out = "tune-out", store;
+    std::string file, out = "tune-out", store, measure = "cpu";
     int trials = 64, threads = 0;
     double time_limit = 0;
     uint64_t seed = 0;
@@ -50,6 +53,11 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
   sub.add_option("--seed", o->seed, "search seed (same seed + same store: identical output)");
   sub.add_option("--out", o->out, "output folder (default tune-out)");
   sub.add_option("--store", o->store, "measurement store (default OUT/measurements.sqlite)");
+  sub.add_option("--measure", o->measure,
+                 "cpu (time candidates) | model (the analytic estimate: deterministic and untimed, its figures are "
+                 "model units)")
+      ->check(CLI::IsMember({"cpu", "model"}))
+      ->capture_default_str();
   sub.add_flag("--json", o->json, "print one JSON object on stdout");
   sub.add_flag("--quiet", o->quiet,
                "no progress on stderr (by default a status line on a terminal; otherwise a line per tuner round, "
@@ -66,6 +74,8 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     t.threads = o->threads;
     t.seed = o->seed;
     t.store_path = o->store.empty() ? (fs::path(o->out) / "measurements.sqlite").string() : o->store;
+    std::unique_ptr<tune::Runner> model;
+    if (o->measure == "model") t.runner = (model = std::make_unique<optimize::ModelRunner>(o->threads)).get();
     // Rounds can take well under a second: a log gets a line every few seconds at most.
     Progress progress("tune", progress_style(o->quiet), 3.0);
     progress.stage_start("search", "trials", t.trials, 0, fmt::format("{}, {} trials", ps.front().name, t.trials));
@@ -87,6 +97,7 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     } else {
       std::cout << fmt::format("{}: root {:.4g} ms, best {:.4g} ms, speedup {:.2f}x after {} trials ({} steps) -> {}\n",
                                r.root.name, r.root_ms, r.best_ms, r.speedup, r.trials, r.best_trace.size(), o->out);
+      if (r.roofline) std::cout << tune::roofline_line(*r.roofline) << "\n";
     }
     return 0;
   };

@@ -167,10 +167,11 @@ struct Walker {
 
 double lg(double x) { return std::log2(std::max(1.0, x)); }
 
-// Effective widths of one statement on the machine.
-double vector_width(const StmtFacts& f) {
+// Effective widths of one statement on the machine: the f32 lanes its vector unit computes per
+// cycle (8 with AVX2, and with AVX-512 on Zen 4's 256-bit units; 16 on a full 512-bit datapath).
+double vector_width(const StmtFacts& f, double lanes) {
   if (!(f.inner_kind == LoopKind::Vectorized || f.vectorizable)) return 1;
-  return std::min(8.0, f.inner_extent);  // 8 f32 lanes (AVX2); AVX-512 shows as a learned gain
+  return std::min(lanes, f.inner_extent);
 }
 double parallel_width(const StmtFacts& f, int cores) {
   double waves = std::ceil(f.par_extent / cores);
@@ -179,9 +180,10 @@ double parallel_width(const StmtFacts& f, int cores) {
 
 double estimate(const std::vector<StmtFacts>& st, const Machine& m) {
   double t = 0;
+  const double lanes = double(schedule_params(m).f32_throughput_lanes);
   for (const auto& f : st) {
     double mem = 0.3 * f.invariant + 1.0 * f.unit + 4.0 * f.strided + 0.3 * f.local;
-    double compute = f.n * (0.5 * f.ops + mem) / (vector_width(f) * parallel_width(f, m.cores));
+    double compute = f.n * (0.5 * f.ops + mem) / (vector_width(f, lanes) * parallel_width(f, m.cores));
     double dram = f.n * f.access_bytes / f.reuse[1] / 8.0;  // bytes missing L2 at ~8 B per unit
     t += compute + dram / std::min(parallel_width(f, m.cores), 2.0);
   }

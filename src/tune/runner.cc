@@ -24,6 +24,7 @@
 #include "backend/cpu/compiler.h"
 #include "backend/cpu/cpu_program.h"
 #include "backend/cpu/sandbox.h"
+#include "backend/measure/memory_traffic.h"
 #include "interp/inputs.h"
 #include "tune/machine.h"
 #include "tune/timing_lock.h"
@@ -270,6 +271,11 @@ std::string CpuRunner::identity() const { return identity_; }
 std::vector<PairResult> CpuRunner::run(const std::vector<leir::Program>& programs,
                                        const std::vector<std::pair<int, int>>& pairs) {
   return measure_pairs(programs, pairs, mo_, input_seed_, 10.0 + 4 * mo_.max_time_s, &stats_);
+}
+
+std::optional<double> CpuRunner::copy_ms(int64_t read_bytes, int64_t write_bytes) {
+  TimedSection timed(mo_.threads);
+  return backend::measure_memory_traffic(read_bytes, write_bytes, mo_).median_ms;
 }
 
 }  // namespace steptp::tune

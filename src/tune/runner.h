@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,9 @@ class Runner {
   virtual std::string identity() const = 0;
   virtual std::vector<PairResult> run(const std::vector<leir::Program>& programs,
                                       const std::vector<std::pair<int, int>>& pairs) = 0;
+  // Median ms of a copy of `read_bytes` and `write_bytes` under the same policy (the roofline's
+  // reference, tune/roofline.h); nullopt for a runner that does not time (its units are not ms).
+  virtual std::optional<double> copy_ms(int64_t /*read_bytes*/, int64_t /*write_bytes*/) { return std::nullopt; }
 };
 
 class CpuRunner : public Runner {
@@ -73,6 +77,7 @@ class CpuRunner : public Runner {
   std::string identity() const override;
   std::vector<PairResult> run(const std::vector<leir::Program>& programs,
                               const std::vector<std::pair<int, int>>& pairs) override;
+  std::optional<double> copy_ms(int64_t read_bytes, int64_t write_bytes) override;
   const PairMeasureStats& stats() const { return stats_; }
 
  private:

@@ -98,10 +98,6 @@ std::function<bool(const Site&)> heavy_site(const leir::Program& p, const std::v
   };
 }
 
-// Vector registers a register block may keep its accumulators in (half of AVX-512's 32; the
-// 8 x 2 block uses all 16).
-constexpr int64_t kAccumulators = 16;
-
 // A site of top-level nest `item` (nest strategies' sites have path {item}).
 std::function<bool(const Site&)> nest_site(size_t item) {
   return [item](const Site& s) { return s.path == std::vector<int>{int(item)}; };
@@ -227,7 +223,7 @@ bool transpose_strided_input(ChainBuilder& b, size_t& item, const std::string& c
 
 // Register tiling of top-level nest `item` (see the header); false when the nest does not have
 // the shape or a step is refused (the steps taken so far stay in the chain).
-bool register_tile(ChainBuilder& b, size_t& item, int vector_bytes, int64_t rows, int64_t vectors) {
+bool register_tile(ChainBuilder& b, size_t& item, const Machine& m, int64_t rows, int64_t vectors) {
   auto shape = tile_shape(b.program(), item, rows);
   if (!shape) return false;
   if (transpose_strided_input(b, item, shape->col) && !(shape = tile_shape(b.program(), item, rows))) return false;
@@ -235,10 +231,11 @@ bool register_tile(ChainBuilder& b, size_t& item, int vector_bytes, int64_t rows
   // Lanes of the element type the CPU lowering stores (f16/bf16 as float).
   const leir::Stmt& s = b.program().body[item].nest.body[0].stmt;
   const leir::DType declared = leir::build_tensor_table(b.program()).at(s.lhs->tensor).dtype;
-  const int64_t lanes = vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(declared, false));
+  const int64_t lanes = m.vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(declared, false));
   // Columns that do not split into whole blocks (a 62-wide convolution output) form the block
   // whole, masked tail included, when rows x its vectors stay within the accumulator budget.
-  const bool whole = col_extent % (lanes * vectors) != 0 && rows * ((col_extent + lanes - 1) / lanes) <= kAccumulators;
+  const bool whole = col_extent % (lanes * vectors) != 0 &&
+                     rows * ((col_extent + lanes - 1) / lanes) <= schedule_params(m).accumulators;
   const std::string col_in = whole ? col : split_inner(b, item, col, lanes * vectors);
   if (col_in.empty()) return false;
   const std::string row_in = split_inner(b, item, row, rows);
@@ -313,10 +310,10 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       }
     keep(b);
   }
-  for (auto [rows, vectors] : {std::pair<int64_t, int64_t>{8, 2}, {8, 1}, {4, 1}}) {
+  for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
     bool tiled = false;
-    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, rows, vectors);
+    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, rows, vectors);
     // The other nests of a program of a batch of one would stay on one core.
     const auto heavy = heavy_items(b.program());
     for (size_t item = 0; tiled && item < b.program().body.size(); ++item)
@@ -329,7 +326,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   {
     ChainBuilder b(root, max_steps);
     bool tiled = false;
-    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m.vector_bytes, 8, 1);
+    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, kBlockRows, 1);
     if (tiled) {
       // The nests left without a register block (rows unrolled, columns vectorized innermost),
       // the heaviest of them first: what the tiling left to do.

@@ -9,16 +9,17 @@
 //    accumulation over spatial and reduction loops: give an input read with the output column in
 //    an earlier dimension (x @ W^T) the transposed layout (layout_transformation), split the
 //    unit-stride output loop into blocks of `cols` (whole vectors; a loop that does not divide
-//    is the block's columns whole when rows x its vectors fit 16 accumulators) and the innermost
-//    other output loop that divides into blocks of `rows`, move every reduction loop between the
+//    is the block's columns whole when rows x its vectors fit the accumulator budget) and the
+//    innermost other output loop that divides into blocks of `rows`, move every reduction loop between the
 //    block loops and the blocks (transpositions, one step each), unroll the rows, vectorize the
 //    columns; and parallelize an outer loop of every nest of the program whose loops all run on
 //    one core (a batch of one). The CPU lowering keeps such a rows x cols block of the output in
 //    registers over the reduction
 //    (backend/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
-//    micro-kernel. Three block shapes: 8 rows x 2 vectors, 8 x 1 (on the 2-core AVX-512 VM of
-//    docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved; MetaSchedule's best there
-//    has it too) and 4 x 1;
+//    micro-kernel. The block shapes, vector width and accumulator budget come from the machine
+//    (tune/machine.h schedule_params): with AVX-512's 32 registers 8 rows x 2 vectors, 8 x 1 (on
+//    the 2-core AVX-512 VM of docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved;
+//    MetaSchedule's best there has it too) and 4 x 1; with AVX2's 16, 8 x 1 and 4 x 1;
 //  * register tiling (8 x 1) then parallel + vector over the heavy nests the tiling left alone
 //    (a GEMM's epilogue, attention's softmax);
 //  * every accumulation vectorized along its output's unit-stride loop with its reduction loops

@@ -202,6 +202,18 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
       r.trajectory[k].faster = clears_noise(res[k].cmp);
     }
   }
+  // The roofline: the copy of the program's unavoidable bytes, a fact in the store like the
+  // comparisons (so a rerun on the store reports the same).
+  const ProgramTraffic traffic = program_traffic(root);
+  const std::string copy_key = measurement_key(
+      {"copy", runner->identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
+  std::optional<nlohmann::json> copy = store.get(copy_key);
+  if (!copy)
+    if (auto ms = runner->copy_ms(traffic.read_bytes, traffic.write_bytes)) {
+      store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
+      copy = store.get(copy_key);  // another run's entry wins
+    }
+  if (copy) r.roofline = Roofline{traffic, (*copy)["median_ms"].get<double>(), r.root_ms, r.best_ms, r.machine.threads};
   r.cost_model = ranking_quality(std::vector<Features>(train_x.begin() + 1, train_x.end()),
                                  std::vector<double>(train_y.begin() + 1, train_y.end()));
   r.reused = comparer.reused;
@@ -245,6 +257,7 @@ json result_json(const TuneResult& r) {
           {"verification", r.verification},
           {"trajectory", trajectory_json(r)},
           {"cost_model", r.cost_model},
+          {"roofline", r.roofline ? roofline_json(*r.roofline) : json(nullptr)},
           {"search", {{"rounds", r.history.empty() ? 0 : r.history.back().round}, {"expanded", r.search.expanded},
                       {"candidates", r.search.candidates}, {"duplicates", r.search.duplicates},
                       {"invalid", r.search.invalid}}},

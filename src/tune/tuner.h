@@ -31,6 +31,7 @@
 
 #include "leir/ast.h"
 #include "tune/machine.h"
+#include "tune/roofline.h"
 #include "tune/runner.h"
 #include "tune/search_strategy.h"
 #include "tune/trace.h"
@@ -84,6 +85,7 @@ struct TuneResult {
   std::string verification;  // method
   Machine machine;
   nlohmann::json cost_model;  // ranking quality on held-out trials: learned vs analytic
+  std::optional<Roofline> roofline;  // when the runner times (not the model runner, not a fake)
   // Reporting only (never in the deterministic files):
   int measured_now = 0, reused = 0;
   double wall_s = 0;

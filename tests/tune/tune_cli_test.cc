@@ -92,6 +92,10 @@ TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
   auto result = json::parse(slurp(dir / "a" / "result.json"));
   EXPECT_EQ(result["trials_measured"], 10);
   EXPECT_GT(result["root_time_s"].get<double>(), 0);
+  // The roofline: A read and C written once (64 x 256 f32 each), their copy timed.
+  EXPECT_EQ(result["roofline"]["read_bytes"], 64 * 256 * 4);
+  EXPECT_EQ(result["roofline"]["write_bytes"], 64 * 256 * 4);
+  EXPECT_GT(result["roofline"]["copy_ms"].get<double>(), 0);
   leir::Program rootp = leir::read_programs(root.string()).front();
   leir::Program best = leir::read_programs((dir / "a" / "best.json").string()).front();
   EXPECT_TRUE(verify::verify(rootp, best, verify::VerifyOptions{.trials = 2}).equivalent);

@@ -64,6 +64,7 @@ TEST(Tuner, FindsATwoStepImprovementWhoseFirstStepIsNotFaster) {
   EXPECT_FALSE(r.trajectory.front().faster);
   EXPECT_TRUE(r.trajectory.back().faster);
   EXPECT_EQ(r.trials, 40);
+  EXPECT_FALSE(r.roofline);  // the fake runner times nothing to set against a copy
 }
 
 // Round 0 measures the rule chains' programs first: every outermost independent loop parallel,
@@ -133,13 +134,17 @@ TEST(EvolutionarySearch, ExplorationTriesStrategiesNotTriedYet) {
   }
 }
 
-// The rule chains of `root` on a machine with 16 f32 lanes (whatever this CPU has: the chains are
-// a pure function of the machine), and the trace of one chain.
-std::vector<RuleChain> chains_on_avx512(const leir::Program& root) {
+// The rule chains of `root` on a machine with these vector registers (whatever this CPU has: the
+// chains are a pure function of the machine), and the trace of one chain.
+std::vector<RuleChain> chains_on(const leir::Program& root, int vector_bytes, int registers) {
   Machine m = this_machine(1);
-  m.vector_bytes = 64;
+  m.vector_bytes = vector_bytes;
+  m.vector_registers = registers;
+  m.datapath_bytes = 32;
   return schedule_rule_chains(root, m, 16);
 }
+std::vector<RuleChain> chains_on_avx512(const leir::Program& root) { return chains_on(root, 64, 32); }
+std::vector<RuleChain> chains_on_avx2(const leir::Program& root) { return chains_on(root, 32, 16); }
 Trace trace_of(const RuleChain& chain) {
   Trace t;
   for (const auto& rs : chain) t.push_back(rs.step);
@@ -189,6 +194,28 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
   }
   // rows x columns blocks over the whole reduction: 8 x 32 (two vectors), 8 x 16 and 4 x 16 (one).
   EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L2 L48 U8 V32 ", "B8 L4 L48 U8 V16 ", "B16 L4 L48 U4 V16 "}));
+}
+
+TEST(ScheduleRules, OnAvx2TheBlocksAreEightLanesWideAndFitSixteenRegisters) {
+  // The GEMM above on an AVX2 machine: 8-lane vectors, and no 8 x 2 block (it would take all 16
+  // ymm registers for accumulators).
+  leir::Program root = leir::program_from_text(
+      "input A: f32[64,48]\ninput C: f32[48,64]\noutput D: f32[64,64]\n"
+      "B^{64}_{tx=0}L^{64}_{a=0}L^{48}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*C^{f32,g}_{c,a};];",
+      "gemm.leir");
+  auto chains = chains_on_avx2(root);
+  // parallel, vector, parallel + vector, the two register tilings, the vectorized accumulation.
+  ASSERT_EQ(chains.size(), 6u);
+  std::vector<std::string> kinds;
+  for (size_t k = 3; k < 5; ++k) {
+    const leir::Program& tiled = chains[k].back().program;
+    expect_replays_and_verifies(root, chains[k], 7);
+    EXPECT_NE(backend::cpu::generate_cpu_kernel(tiled, {}).code.find("register block"), std::string::npos);
+    std::string k_;
+    for (const auto& l : tiled.body[0].nest.loops) k_ += fmt::format("{}{} ", leir::to_char(l.kind), l.extent);
+    kinds.push_back(k_);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L8 L48 U8 V8 ", "B16 L8 L48 U4 V8 "}));
 }
 
 TEST(ScheduleRules, TilingAndAnnotationsTogetherReachTheEpilogue) {

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "base/hash.h"
@@ -465,8 +466,27 @@ std::vector<CompileResult> KernelCompiler::compile(const std::vector<std::string
   return results;
 }
 
+bool avx2_kernels() {
+  const char* env = std::getenv("STEPTP_ISA");
+  const std::string_view isa = env ? env : "";
+  if (isa.empty() || isa == "native") return false;
+  if (isa != "avx2") throw std::runtime_error(fmt::format("STEPTP_ISA={}: expected native or avx2", isa));
+  if (!__builtin_cpu_supports("avx2")) throw std::runtime_error("STEPTP_ISA=avx2: this CPU has no AVX2");
+  return true;
+}
+
+namespace {
+
+CompilerOptions default_compiler_options() {
+  CompilerOptions o;
+  if (avx2_kernels()) o.flags.push_back("-mno-avx512f");  // also turns off every AVX-512 extension
+  return o;
+}
+
+}  // namespace
+
 KernelCompiler& default_compiler() {
-  static KernelCompiler c;
+  static KernelCompiler c(default_compiler_options());
   return c;
 }
 

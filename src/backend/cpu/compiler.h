@@ -136,8 +136,14 @@ class KernelCompiler {
   std::string pch_header_;
 };
 
-// Process-wide default compiler (cache dir from the environment).
+// Process-wide default compiler (cache dir from the environment). $STEPTP_ISA=avx2 builds its
+// kernels for AVX2 on an AVX-512 machine (-mno-avx512f: 16 ymm registers, 8 f32 lanes; AVX2 code
+// runs on AVX-512 CPUs), so that the tuner derives and times an AVX2 machine's schedules here
+// (tune/machine.h reads the same variable); unset or "native": -march=native as it is.
 KernelCompiler& default_compiler();
+// Whether $STEPTP_ISA asks for AVX2 kernels. Throws std::runtime_error for a value other than
+// "native" or "avx2", and for avx2 on a CPU without it.
+bool avx2_kernels();
 
 // 128-bit FNV-1a based content hash as 32 hex digits (stable across runs and machines).
 std::string content_hash(std::string_view data);
