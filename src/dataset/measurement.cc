@@ -75,7 +75,7 @@ json measurement_json(const GenerateOptions& o) {
   auto mo = measure_options(o);
   return {{"measured", true},
           {"backend", "cpu"},
-          {"method", "compare_interleaved (ABBA) of result vs parent and result vs root; medians in ms"},
+          {"method", "interleaved sessions (ABBA; up to 8 results against one parent or root per session, round by round) of result vs parent and result vs root; medians in ms"},
           {"min_time_s", mo.min_time_s},
           {"min_repeats", mo.min_repeats},
           {"max_time_s", mo.max_time_s},

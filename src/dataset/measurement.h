@@ -1,8 +1,8 @@
 // CPU measurement of dataset records (issue 6): every record's transition is timed on the CPU
-// backend against its parent and against the root, in interleaved sessions
-// (backend::compare_interleaved), and the record's cost fields, speedups and label come from
-// those timings. Timing follows the project's one policy (tune/runner.h: machine-wide lock,
-// recorded thread count, warm caches, sandboxed child).
+// backend against its parent and against the root, in interleaved sessions (tune::measure_pairs:
+// ABBA, the results of one parent or root sharing a session), and the record's cost fields,
+// speedups and label come from those timings. Timing follows the project's one policy
+// (tune/runner.h: machine-wide lock, recorded thread count, warm caches, sandboxed child).
 //
 // Determinism. Timings vary between runs, so a measurement is a fact recorded once, not
 // re-drawn: every comparison (program A vs program B under given measurement options) is kept

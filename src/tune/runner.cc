@@ -97,8 +97,27 @@ std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(
   return inputs;
 }
 
-// Body of the measuring child: comparisons [start, n) in order.
-[[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::pair<int, int>>& pairs,
+// The pairs timed in one session (backend::compare_group): those with the same reference (A),
+// in order of its first appearance, at most kGroupSize to a session, so drift within a round
+// stays short and a crash costs one session.
+constexpr size_t kGroupSize = 8;
+std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<int, size_t> open;  // reference -> its group still filling
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    auto it = open.find(pairs[k].first);
+    if (it == open.end() || groups[it->second].size() >= kGroupSize) {
+      groups.emplace_back();
+      it = open.insert_or_assign(pairs[k].first, groups.size() - 1).first;
+    }
+    groups[it->second].push_back(k);
+  }
+  return groups;
+}
+
+// Body of the measuring child: groups [start, n) in order, `current` naming the one it times.
+[[noreturn]] void child_main(Shared* sh, size_t start, const std::vector<std::vector<size_t>>& groups,
+                             const std::vector<std::pair<int, int>>& pairs,
                              const std::vector<std::shared_ptr<const backend::cpu::CpuProgram>>& progs,
                              const std::vector<std::string>& build_errors, const backend::MeasureOptions& mo,
                              const std::vector<std::shared_ptr<const leir::TensorMap>>& inputs,
@@ -110,29 +129,59 @@ std::vector<std::shared_ptr<const leir::TensorMap>> pair_inputs(
     if (it == bound.end()) it = bound.emplace(i, progs[size_t(i)]->bind(*inputs[size_t(i)])).first;
     return *it->second;
   };
-  for (size_t k = start; k < pairs.size(); ++k) {
-    sh->current.store(int32_t(k));
-    Slot& s = sh->slots[k];
-    auto [ia, ib] = pairs[k];
-    if (!progs[size_t(ia)] || !progs[size_t(ib)]) {
-      set_message(s, "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
-      s.status = 2;
-      continue;
+  for (size_t g = start; g < groups.size(); ++g) {
+    sh->current.store(int32_t(g));
+    std::vector<size_t> runnable;
+    for (size_t k : groups[g]) {
+      auto [ia, ib] = pairs[k];
+      if (progs[size_t(ia)] && progs[size_t(ib)]) {
+        runnable.push_back(k);
+        continue;
+      }
+      set_message(sh->slots[k], "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
+      sh->slots[k].status = 2;
     }
-    try {
-      auto& pa = *progs[size_t(ia)];
-      auto& pb = *progs[size_t(ib)];
-      auto& ba = buffers(ia);
-      auto& bb = buffers(ib);
-      auto c = backend::compare_interleaved([&] { pa.run(ba); }, [&] { pb.run(bb); }, mo);
+    // Bound one by one, so a program that cannot be bound (its buffers exceed the child's
+    // address-space limit) fails its own pair only.
+    auto fail = [&](size_t k, const std::string& why) {
+      set_message(sh->slots[k], "run: " + why);
+      sh->slots[k].status = 2;
+    };
+    auto put = [&](size_t k, const backend::Comparison& c) {
+      Slot& s = sh->slots[k];
       put_stats(s.a, c.a);
       put_stats(s.b, c.b);
       s.repeats_a = c.a.repeats;
       s.repeats_b = c.b.repeats;
       s.status = 1;
-    } catch (const std::exception& e) {
-      set_message(s, std::string("run: ") + e.what());
-      s.status = 2;
+    };
+    if (runnable.empty()) continue;
+    const int ia = pairs[runnable[0]].first;
+    std::vector<size_t> ready;
+    std::vector<std::function<void()>> others;
+    for (size_t k : runnable) try {
+        buffers(ia);  // the reference's failure is every pair's
+        const auto* pb = progs[size_t(pairs[k].second)].get();
+        auto* bb = &buffers(pairs[k].second);
+        others.push_back([pb, bb] { pb->run(*bb); });
+        ready.push_back(k);
+      } catch (const std::exception& e) {
+        fail(k, e.what());
+      }
+    if (ready.empty()) continue;
+    const auto& pa = *progs[size_t(ia)];
+    auto& ba = buffers(ia);
+    auto run_a = [&] { pa.run(ba); };
+    try {
+      auto cs = backend::compare_group(run_a, others, mo);
+      for (size_t m = 0; m < ready.size(); ++m) put(ready[m], cs[m]);
+    } catch (const std::exception&) {
+      // A run that throws spoils its session: each pair alone, so only its own fails.
+      for (size_t m = 0; m < ready.size(); ++m) try {
+          put(ready[m], backend::compare_interleaved(run_a, others[m], mo));
+        } catch (const std::exception& e) {
+          fail(ready[m], e.what());
+        }
     }
   }
   _exit(0);
@@ -190,41 +239,55 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   std::memset(mem, 0, bytes);
   Shared* sh = static_cast<Shared*>(mem);
   TimedSection timed(mo.threads);
+  std::vector<std::vector<size_t>> groups = pair_groups(pairs);
+  auto pending = [&](size_t g) {
+    return std::any_of(groups[g].begin(), groups[g].end(), [&](size_t k) { return sh->slots[k].status == 0; });
+  };
   size_t start = 0;
-  while (start < pairs.size()) {
+  while (start < groups.size()) {
     sh->current.store(int32_t(start));
-    pid_t pid = backend::cpu::fork_limited(int64_t{4} << 30,
-                                           [&] { child_main(sh, start, pairs, progs, errors, mo, inputs, prebound); });
+    pid_t pid = backend::cpu::fork_limited(
+        int64_t{4} << 30, [&] { child_main(sh, start, groups, pairs, progs, errors, mo, inputs, prebound); });
     if (pid < 0) {
-      for (size_t k = start; k < pairs.size(); ++k) set_message(sh->slots[k], kForkFailed), sh->slots[k].status = 2;
+      for (size_t g = start; g < groups.size(); ++g)
+        for (size_t k : groups[g]) set_message(sh->slots[k], kForkFailed), sh->slots[k].status = 2;
       break;
     }
-    // Watchdog per comparison: the child advances `current` as it goes; one stuck comparison
-    // is killed, not the whole batch.
+    // Watchdog per session (pair_timeout_s per pair in it): the child advances `current` as it
+    // goes; one stuck session is killed, not the whole batch.
     int32_t seen = -1;
     auto since = Clock::now();
     backend::cpu::ChildExit e = backend::cpu::wait_child(pid, [&] {
       int32_t cur = sh->current.load();
       if (cur != seen) seen = cur, since = Clock::now();
-      return secs(since) > pair_timeout_s;
+      return secs(since) > pair_timeout_s * double(groups[size_t(cur)].size());
     });
     const int status = e.status;
     const bool timed_out = e.killed;
     size_t cur = size_t(sh->current.load());
-    if (cur < pairs.size() && sh->slots[cur].status == 0) {
-      // The child died on comparison `cur`: it fails, the rest continue in a new child.
-      std::string why = timed_out ? fmt::format("timed out after {:.3g} s", pair_timeout_s)
-                        : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
-                                              : fmt::format("measuring child exited with status {}",
-                                                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-      set_message(sh->slots[cur], why);
-      sh->slots[cur].status = 2;
-      st.crashed++;
+    if (cur < groups.size() && pending(cur)) {
+      std::vector<size_t> left;
+      for (size_t k : groups[cur])
+        if (sh->slots[k].status == 0) left.push_back(k);
+      if (left.size() > 1) {
+        // Which program of the session died is unknown: its pairs are timed again one by one.
+        groups[cur].assign(1, left[0]);
+        for (size_t m = 1; m < left.size(); ++m) groups.insert(groups.begin() + long(cur + m), {left[m]});
+      } else {
+        // The child died on this comparison: it fails, the rest continue in a new child.
+        std::string why = timed_out ? fmt::format("timed out after {:.3g} s", pair_timeout_s)
+                          : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
+                                                : fmt::format("measuring child exited with status {}",
+                                                              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        set_message(sh->slots[left[0]], why);
+        sh->slots[left[0]].status = 2;
+        st.crashed++;
+      }
     }
-    start = pairs.size();
-    for (size_t k = 0; k < pairs.size(); ++k)
-      if (sh->slots[k].status == 0) {
-        start = k;
+    start = groups.size();
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (pending(g)) {
+        start = g;
         break;
       }
   }

@@ -3,9 +3,11 @@
 // - One measurement at a time per machine: the timed section holds tune::TimingLock.
 // - Threads: the timed kernels run with MeasureOptions::threads OpenMP threads (the tuner's
 //   default: all cores); the count is part of the machine fingerprint that keys the store.
-// - Interleaved comparisons: program B is timed against program A in one session, ABBA order
-//   (backend::compare_interleaved), so drift and machine noise hit both alike; a speedup is a
-//   ratio of medians from the same session.
+// - Interleaved comparisons: program B is timed against program A in one session, ABBA order,
+//   so drift and machine noise hit both alike; a speedup is a ratio of medians from the same
+//   session. Pairs of one batch with the same A share their session (backend::compare_group, up
+//   to 8 programs against A, round by round), so a slow reference such as the naive root is
+//   timed once per group rather than once per pair.
 // - Caches warm: inputs are bound once per program and every timed run reuses them, as a kernel
 //   runs inside a model (and as MetaSchedule's CPU runner does by default); no flush.
 // - Inputs: seeded (interp::generate_inputs), drawn before the timed section; B runs on A's
@@ -41,7 +43,8 @@ struct PairMeasureStats {
 };
 
 // Compiles every program (one batched compiler call) and times each pair (index of A, index of
-// B) with compare_interleaved in a sandboxed child, holding the timing lock. Inputs come from
+// B) in a sandboxed child, holding the timing lock: the pairs with the same A in sessions of up
+// to 8 (backend::compare_group); a session whose child dies is timed again pair by pair. Inputs come from
 // interp::generate_inputs with `input_seed`. Never throws for a bad program: its pairs fail with
 // a message (kForkFailed when the measuring child could not be started: not the programs' fault).
 // With `outputs`, every program's outputs after its timed runs (its buffers are then bound

@@ -45,6 +45,35 @@ TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
   }
 }
 
+TEST(MeasurePairs, PairsWithOneReferenceShareASessionAndFailAlone) {
+  auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
+  std::vector<leir::Program> progs = {
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
+      parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
+            "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=sqrt(A^{f64,g}_{a}*A^{f64,g}_{a});];"),
+  };
+  backend::MeasureOptions mo;
+  mo.min_time_s = 0.001;
+  mo.max_time_s = 0.2;
+  mo.threads = 1;
+  // Two results against program 0, one pair against another reference in between: program 0's
+  // pairs share one session (the same timings of it, the same round count for every side).
+  auto r = measure_pairs(progs, {{0, 1}, {1, 3}, {0, 3}}, mo, 7, 20.0);
+  for (const auto& p : r) ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(r[0].cmp.a.median_ms, r[2].cmp.a.median_ms);
+  EXPECT_EQ(r[0].cmp.a.repeats, r[2].cmp.b.repeats);
+  EXPECT_EQ(r[0].cmp.b.repeats, r[2].cmp.b.repeats);
+  // A program whose run fails (out of memory for its intermediates) spoils its session: the
+  // others of the session are timed again pair by pair, and only its own pair fails.
+  auto f = measure_pairs(progs, {{0, 1}, {0, 2}, {0, 3}}, mo, 7, 20.0);
+  ASSERT_TRUE(f[0].ok) << f[0].error;
+  EXPECT_FALSE(f[1].ok);
+  EXPECT_NE(f[1].error.find("out of memory"), std::string::npos) << f[1].error;
+  ASSERT_TRUE(f[2].ok) << f[2].error;
+}
+
 TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
   auto d = fs::temp_directory_path() / fmt::format("steptp-database-test-{}", getpid());
   fs::create_directories(d);

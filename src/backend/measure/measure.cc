@@ -85,32 +85,44 @@ TimingStats measure(const std::function<void()>& run, const MeasureOptions& o) {
   return summarize_times(std::move(ms));
 }
 
-Comparison compare_interleaved(const std::function<void()>& a, const std::function<void()>& b, const MeasureOptions& o) {
+std::vector<Comparison> compare_group(const std::function<void()>& a, const std::vector<std::function<void()>>& b,
+                                      const MeasureOptions& o) {
   ThreadScope threads(o.threads);
-  for (int i = 0; i < o.warmup; ++i) a(), b();
-  std::vector<double> ta, tb;
+  const size_t k = b.size();
+  // Sides in round order: 0 is the reference, 1..k the others.
+  auto side = [&](size_t s) -> const std::function<void()>& { return s == 0 ? a : b[s - 1]; };
+  for (int i = 0; i < o.warmup; ++i)
+    for (size_t s = 0; s <= k; ++s) side(s)();
+  std::vector<std::vector<double>> t(k + 1);
+  const double pairs_worth = std::max(1.0, double(k + 1) / 2);
   auto start = Clock::now();
   for (int round = 0;; ++round) {
-    if (round % 2 == 0) {
-      ta.push_back(time_once(a, o.flush_cache));
-      tb.push_back(time_once(b, o.flush_cache));
-    } else {
-      tb.push_back(time_once(b, o.flush_cache));
-      ta.push_back(time_once(a, o.flush_cache));
+    for (size_t i = 0; i <= k; ++i) {
+      const size_t s = round % 2 == 0 ? i : k - i;
+      t[s].push_back(time_once(side(s), o.flush_cache));
     }
-    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    int n = static_cast<int>(ta.size());
-    // max_time_s stops a comparison only once both sides have min_repeats runs: a ratio of two
+    double elapsed = std::chrono::duration<double>(Clock::now() - start).count() / pairs_worth;
+    int n = static_cast<int>(t[0].size());
+    // max_time_s stops a session only once every side has min_repeats runs: a ratio of two
     // medians of one or two runs each has no spread to judge it by (slow programs, whose rounds
     // outlast max_time_s, take min_repeats rounds).
     if (n >= o.max_repeats || (elapsed >= o.max_time_s && n >= o.min_repeats)) break;
-    if (n >= o.min_repeats && elapsed >= o.min_time_s && stable(ta, o.stable_rel) && stable(tb, o.stable_rel)) break;
+    if (n >= o.min_repeats && elapsed >= o.min_time_s &&
+        std::all_of(t.begin(), t.end(), [&](const std::vector<double>& ms) { return stable(ms, o.stable_rel); }))
+      break;
   }
-  Comparison c;
-  c.a = summarize_times(std::move(ta));
-  c.b = summarize_times(std::move(tb));
-  c.speedup = c.b.median_ms > 0 ? c.a.median_ms / c.b.median_ms : 1;
-  return c;
+  std::vector<Comparison> out(k);
+  const TimingStats ref = summarize_times(std::move(t[0]));
+  for (size_t i = 0; i < k; ++i) {
+    out[i].a = ref;
+    out[i].b = summarize_times(std::move(t[i + 1]));
+    out[i].speedup = out[i].b.median_ms > 0 ? ref.median_ms / out[i].b.median_ms : 1;
+  }
+  return out;
+}
+
+Comparison compare_interleaved(const std::function<void()>& a, const std::function<void()>& b, const MeasureOptions& o) {
+  return compare_group(a, {b}, o).front();
 }
 
 }  // namespace steptp::backend

@@ -38,4 +38,15 @@ struct Comparison {
 Comparison compare_interleaved(const std::function<void()>& a, const std::function<void()>& b,
                                const MeasureOptions& o = {});
 
+// One reference timed against several programs in one session: each round runs every side once,
+// the reference first and then b[0..k) in even rounds, the reverse order in odd ones (ABBA
+// generalized: drift over a round hits the reference and each b symmetrically), until every
+// median is stable. Element i is the comparison of a with b[i]; its `a` stats are the shared
+// reference's. Why: the reference of a tuner round or of a dataset root is usually the slowest
+// program (the naive root), and timing it once per group instead of once per pair was most of
+// the timed work. The time caps scale with the group: min_time_s and max_time_s apply per pair's
+// worth of sides ((k + 1) / 2 of them), so a group is never cut shorter than its pairs would be.
+std::vector<Comparison> compare_group(const std::function<void()>& a, const std::vector<std::function<void()>>& b,
+                                      const MeasureOptions& o = {});
+
 }  // namespace steptp::backend
