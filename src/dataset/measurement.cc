@@ -49,19 +49,19 @@ using tune::MeasurementStore;
 }  // namespace
 
 // ---- generate integration ----
-backend::MeasureOptions measure_options(const GenerateOptions& o) {
+backend::MeasureOptions measure_options(const GenerateOptions& o, int scale) {
   backend::MeasureOptions mo;
   mo.warmup = 2;
-  mo.min_time_s = o.measure_min_time;
-  mo.min_repeats = 5;
-  mo.max_time_s = std::max(0.25, 20 * o.measure_min_time);
+  mo.min_time_s = scale * o.measure_min_time;
+  mo.min_repeats = scale * kMinRepeats;
+  mo.max_time_s = scale * std::max(0.25, 20 * o.measure_min_time);
   mo.stable_rel = 0.02;
   mo.threads = o.measure_threads;
   return mo;
 }
 
-tune::CpuRunner measurement_runner(const GenerateOptions& o) {
-  return tune::CpuRunner(measure_options(o), base::mix_seed(o.seed, 0x3ea5));
+tune::CpuRunner measurement_runner(const GenerateOptions& o, int scale) {
+  return tune::CpuRunner(measure_options(o, scale), base::mix_seed(o.seed, 0x3ea5));
 }
 
 json measurement_json(const GenerateOptions& o) {
@@ -83,7 +83,9 @@ json measurement_json(const GenerateOptions& o) {
           {"stable_rel", mo.stable_rel},
           {"threads", mo.threads},
           {"improve_threshold", o.improve_threshold},
-          {"quiet", {{"min_repeats", kMinRepeats}, {"max_cv", kQuietCv}, {"sessions", kSessions}}},
+          {"quiet", {{"min_repeats", kMinRepeats}, {"max_cv", kQuietCv}, {"sessions", kSessions},
+                     {"settled", "quiet, or an interval wholly above or below improve_threshold"},
+                     {"last_session_scale", kLastSessionScale}}},
           {"speedup_ci",
            "95 %: ratio of medians * exp(+-t(0.975, Welch df) * sqrt(sum over sides of (pi/2) cv^2 / n))"},
           {"label", "improving: speedup_ci[0] >= improve_threshold; enabling: a path step whose path end is that much "
@@ -253,18 +255,27 @@ bool quiet(const json& v) {
     if (v[side]["repeats"].get<int>() < kMinRepeats || v[side]["cv"].get<double>() > kQuietCv) return false;
   return true;
 }
+// A session that needs no other: quiet, or one whose interval lies on one side of the improving
+// threshold, so no further session could change what is read from it (measurement.h: settled).
+bool settled(const json& v, double threshold) {
+  if (quiet(v)) return true;
+  if (v["a"]["repeats"].get<int>() < 2 || v["b"]["repeats"].get<int>() < 2) return false;
+  const Interval ci = ratio_ci(v["a"]["median_ms"].get<double>() / v["b"]["median_ms"].get<double>(),
+                               {timing_stats(v["a"]), timing_stats(v["b"])});
+  return ci.lo >= threshold || ci.hi < threshold;
+}
 // Session s (0-based) of a comparison: the first under the comparison's own key (the tuner's
 // sessions are the records'), re-measurements under the key with the session number.
 std::string session_key(const std::string& key, int s) {
   return s == 0 ? key : fmt::format("{} | session {}", key, s + 1);
 }
-// Sessions of a comparison the store lacks: the first, or the next one a noisy last one calls for
-// (a lower bound: a new session may be noisy too).
-int missing_sessions(MeasurementStore& store, const std::string& key) {
+// Sessions of a comparison the store lacks: the first, or the next one an unsettled last one
+// calls for (a lower bound: a new session may be unsettled too).
+int missing_sessions(MeasurementStore& store, const std::string& key, double threshold) {
   for (int s = 0; s < kSessions; ++s) {
     auto v = store.get(session_key(key, s));
     if (!v) return 1;
-    if (!(*v)["ok"].get<bool>() || quiet(*v)) return 0;
+    if (!(*v)["ok"].get<bool>() || settled(*v, threshold)) return 0;
   }
   return 0;
 }
@@ -331,7 +342,9 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   MeasureStats local;
   MeasureStats& st = stats ? *stats : local;
   auto cpu = measurement_runner(o);
+  auto cpu_last = measurement_runner(o, kLastSessionScale);
   tune::Runner& runner = o.tune_runner ? *o.tune_runner : cpu;
+  tune::Runner& last_runner = o.tune_runner ? *o.tune_runner : cpu_last;
   Comparisons c = comparisons_of(records, runner);
   const auto& text_index = c.text_index;
   const auto& pairs = c.pairs;
@@ -344,7 +357,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     std::vector<size_t> missing;
     for (size_t k = 0; k < pairs.size(); ++k) {
       const bool due = s == 0 || (int(sessions[k].size()) == s && sessions[k].back()["ok"].get<bool>() &&
-                                  !quiet(sessions[k].back()));
+                                  !settled(sessions[k].back(), o.improve_threshold));
       if (!due) continue;
       if (s == 1) st.remeasured++;
       st.sessions++;
@@ -371,7 +384,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
         runnable_idx.push_back(k);
       }
     }
-    auto measured = runner.run(c.programs, runnable);
+    auto measured = (s == kSessions - 1 ? last_runner : runner).run(c.programs, runnable);
     for (size_t m = 0; m < runnable.size(); ++m) {
       const auto& pr = measured[m];
       json v = pr.ok ? json{{"ok", true}, {"a", stats_to_json(pr.cmp.a)}, {"b", stats_to_json(pr.cmp.b)}}
@@ -387,8 +400,8 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
       sessions[k].push_back(std::move(*got));
     }
   }
-  st.compile_s += cpu.stats().compile_s;
-  st.measure_s += cpu.stats().measure_s;
+  st.compile_s += cpu.stats().compile_s + cpu_last.stats().compile_s;
+  st.measure_s += cpu.stats().measure_s + cpu_last.stats().measure_s;
   // The fact of each comparison: its first quiet session (and which one, 1-based); when none was
   // quiet, the session with the narrowest interval, unless even that one cannot tell a 5 %
   // slowdown from a 5 % speedup (measurement.h: informative); none when the first failed.
@@ -596,7 +609,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     for (const auto& g : groups) {
       json arr = group_json(g);
       uint64_t missing = 0;
-      for (const auto& key : comparisons_of(arr, runner).keys) missing += missing_sessions(store, key);
+      for (const auto& key : comparisons_of(arr, runner).keys) missing += missing_sessions(store, key, o.improve_threshold);
       if (!missing) continue;
       pending.push_back(std::move(arr));
       costs.push_back(missing);

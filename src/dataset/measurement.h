@@ -75,9 +75,17 @@ struct MeasureStats {
 // run, and on a loaded 2-core machine 232 of 243 comparisons of a 12-root tuned run had no quiet
 // session in three, while many of their intervals still decide the label (a 2.5x step with
 // CV 0.17 over 5 runs a side: [2.0, 3.1]); the interval carries the noise into the label.
+// A noisy session is *settled* all the same when its interval lies wholly on one side of the
+// improving threshold: another session cannot change what is read from it (the label, the
+// path's pay-off against the same threshold), so it is not timed again — on this 2-core VM, 947
+// of 1,480 comparisons of the main job were re-timed under the quiet rule alone, and 623 stayed
+// noisy after three sessions. The last session of a comparison still unsettled after the others
+// is kLastSessionScale times as long (repeats and time caps), since what it needs is a narrower
+// interval: the half-width shrinks with the square root of the repeats.
 inline constexpr int kMinRepeats = 5;
 inline constexpr double kQuietCv = 0.05;
 inline constexpr int kSessions = 3;
+inline constexpr int kLastSessionScale = 4;
 
 struct Interval {
   double lo = 0, hi = 0;
@@ -107,12 +115,13 @@ bool informative(const Interval& ci, double threshold);
 // Returns the number of records dropped.
 int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src, double threshold);
 
-// Measurement options of a generate run (documented defaults in GenerateOptions).
-backend::MeasureOptions measure_options(const GenerateOptions& o);
+// Measurement options of a generate run (documented defaults in GenerateOptions); `scale`
+// multiplies the repeats and time caps (the last session, kLastSessionScale).
+backend::MeasureOptions measure_options(const GenerateOptions& o, int scale = 1);
 // What times a generate run's records: those options on seeded inputs. The tuner of
 // `--trajectories tune` times with the same runner, so its comparisons of candidates against the
 // root are facts the records take from the store (tune::comparison_key) instead of timing again.
-tune::CpuRunner measurement_runner(const GenerateOptions& o);
+tune::CpuRunner measurement_runner(const GenerateOptions& o, int scale = 1);
 // What the manifest and the checkpoint fingerprint record about measurement.
 nlohmann::json measurement_json(const GenerateOptions& o);
 std::string measurement_store_path(const GenerateOptions& o);

@@ -263,6 +263,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     auto runner = measurement_runner(o);
     to.runner = o.tune_runner ? o.tune_runner : &runner;
     to.time_trajectory = false;
+    to.roofline = false;  // a tuner report; the records carry the root's traffic figures of their own
     // The explored candidates of each round are of strategies the search has not tried yet, so
     // the records measure the strategies that apply here but rarely make a program faster too;
     // three of a round's eight (the rule chains fill most of the first round, so `steptp tune`'s

@@ -207,8 +207,8 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
   const ProgramTraffic traffic = program_traffic(root);
   const std::string copy_key = measurement_key(
       {"copy", runner->identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
-  std::optional<nlohmann::json> copy = store.get(copy_key);
-  if (!copy)
+  std::optional<nlohmann::json> copy = o.roofline ? store.get(copy_key) : std::nullopt;
+  if (!copy && o.roofline)
     if (auto ms = runner->copy_ms(traffic.read_bytes, traffic.write_bytes)) {
       store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
       copy = store.get(copy_key);  // another run's entry wins

@@ -48,6 +48,7 @@ struct TuneOptions {
   backend::MeasureOptions measure{.warmup = 2, .min_time_s = 0.1, .min_repeats = 5, .max_time_s = 2.0,
                                   .stable_rel = 0.02};
   bool time_trajectory = true;  // time the best trace step by step
+  bool roofline = true;         // time the copy of the root's unavoidable bytes (TuneResult::roofline)
   Runner* runner = nullptr;     // null: a CpuRunner with `measure` and `threads`
 };
 
