@@ -174,6 +174,13 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   if (lead) {
     finished["merged"] = open_checkpoint(merged_db, fp);  // empties a checkpoint of other options
     adopt_rank_checkpoints(out, cluster.size(), merged_db, fp, roots);
+    // Their measurement facts too (the tuners' of the roots adopted above, measurements a killed
+    // run left): a fact is keyed by its content, so any folder's are valid here.
+    if (o.measured)
+      for (const fs::path& dir : unowned_rank_dirs(out, cluster.size()))
+        if (fs::exists(dir / "measurements.sqlite"))
+          tune::MeasurementStore(measurement_store_path(o))
+              .put_all(tune::MeasurementStore((dir / "measurements.sqlite").string()).entries());
     finished["merged"] = open_checkpoint(merged_db, fp);
   }
   finished["rank"] = distributed ? json(open_checkpoint(rank_db, fp)) : finished["merged"];

@@ -147,32 +147,48 @@ TEST_F(MpiGenerate, TunedProfileOnTwoRanksCompletesAndItsStoreReplaysOnOneAndTwo
   expect_tuned_run_and_replays(*root_ / "tuned", tuned_tiny_args);
 }
 
-TEST_F(MpiGenerate, TunedRankKilledMidRunResumesToTheBytesOfAnUninterruptedRunOnItsStore) {
-  const fs::path dir = *root_ / "tuned-killed", out = dir / "run";
+// A tuned two-rank run into DIR/run whose rank 1 is killed as soon as it has tuned its first root
+// (its tuner's facts stay in its store); returns the roots the two ranks had finished.
+int64_t killed_tuned_run(const fs::path& dir) {
+  const fs::path out = dir / "run", rank1_db = out / "ranks" / "rank-1" / "checkpoint.sqlite";
   fs::create_directories(out);
-  const fs::path rank1_db = out / "ranks" / "rank-1" / "checkpoint.sqlite";
-  const GenerateArgs args = tuned_tiny_args;
-  // Rank 1 killed as soon as it has tuned its first root; its tuner's facts stay in its store.
-  int status = kill_rank1_when(mpirun(std::string(STEPTP_EXE) + " " + args(out, "")), dir / "killed.log",
+  int status = kill_rank1_when(mpirun(std::string(STEPTP_EXE) + " " + tuned_tiny_args(out, "")), dir / "killed.log",
                                [&] { return count(rank1_db, "roots") > 0; });
-  ASSERT_NE(status, -1);
+  EXPECT_NE(status, -1);
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "killed.log");
-  ASSERT_FALSE(fs::exists(out / "manifest.json")) << "the run finished before rank 1 was killed";
-  const int64_t kept = count(out / "ranks" / "rank-0" / "checkpoint.sqlite", "roots") + count(rank1_db, "roots");
-  EXPECT_GE(kept, 1);
+  EXPECT_FALSE(fs::exists(out / "manifest.json")) << "the run finished before rank 1 was killed";
+  return count(out / "ranks" / "rank-0" / "checkpoint.sqlite", "roots") + count(rank1_db, "roots");
+}
 
-  // The rerun tunes only the unfinished roots and completes.
-  Result r = two_ranks(args(out, ""));
+// The rerun `r` of DIR/run resumed `kept` roots and completed; an uninterrupted one-process run
+// on its store writes the same bytes and times nothing.
+void expect_resumed_like_uninterrupted(const fs::path& dir, const Result& r, int64_t kept) {
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GE(kept, 1);
   EXPECT_EQ(summary(r)["roots_resumed"].get<int64_t>(), kept);
   EXPECT_LT(kept, summary(r)["roots"].get<int64_t>()) << "every root was finished before rank 1 was killed";
-  // An uninterrupted run on the same store (one process) writes the same bytes, timing nothing.
-  const fs::path store = out / "measurements.sqlite";
+  const fs::path store = dir / "run" / "measurements.sqlite";
   const int64_t facts = count(store, "measurements");
-  Result one = sh(std::string(STEPTP_EXE) + " " + args(dir / "uninterrupted", "--jobs 1 --measurements " + store.string()));
+  Result one = sh(std::string(STEPTP_EXE) + " " +
+                  tuned_tiny_args(dir / "uninterrupted", "--jobs 1 --measurements " + store.string()));
   ASSERT_EQ(one.code, 0) << one.out;
-  expect_same_files(out, dir / "uninterrupted");
+  expect_same_files(dir / "run", dir / "uninterrupted");
   EXPECT_EQ(count(store, "measurements"), facts) << "the uninterrupted run timed something the resumed run's store lacked";
+}
+
+TEST_F(MpiGenerate, TunedRankKilledMidRunResumesToTheBytesOfAnUninterruptedRunOnItsStore) {
+  const fs::path dir = *root_ / "tuned-killed";
+  const int64_t kept = killed_tuned_run(dir);
+  // The rerun on two ranks tunes only the unfinished roots.
+  expect_resumed_like_uninterrupted(dir, two_ranks(tuned_tiny_args(dir / "run", "")), kept);
+}
+
+TEST_F(MpiGenerate, TunedRunKilledOnTwoRanksResumedByOneProcessTakesTheRankFoldersFacts) {
+  // One process owns no rank folder: it takes their checkpoint rows and their stores' facts.
+  const fs::path dir = *root_ / "tuned-killed-one";
+  const int64_t kept = killed_tuned_run(dir);
+  expect_resumed_like_uninterrupted(
+      dir, sh(std::string(STEPTP_EXE) + " " + tuned_tiny_args(dir / "run", "--jobs 1")), kept);
 }
 
 TEST(WithoutMpi, RefusesToRunAsOneOfSeveralRanks) {
