@@ -115,7 +115,8 @@ def tuned(a, out):
     # mpi_scaling.sh sizes the roots once (OUT/sizing.log) and the runs reuse those facts.
     sizing_log = out.parent / "sizing.log"
     sizing = stage_seconds(sizing_log.read_text() if sizing_log.exists() else run_log).get("sizing", 0) / n
-    serial = (replay["wall_s"] - replay_stages.get("search", 0) - replay_stages.get("sizing", 0)) / n
+    # breakdown_s.search: the roots' tuning replayed (one worker: the stage's wall time, unrounded).
+    serial = (replay["wall_s"] - replay["breakdown_s"]["search"] - replay_stages.get("sizing", 0)) / n
     q = sorted(t)
     print(f"roots {n} (1 rank, --jobs 1, wall {run['wall_s']:.0f} s): tuning per root median {q[n // 2]:.1f} s, "
           f"max {q[-1]:.1f} s, timed share {sum(timed) / max(1e-9, sum(t)):.0%}; measurement {meas_wall / n:.1f} s "
