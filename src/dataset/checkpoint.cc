@@ -1,5 +1,6 @@
 #include "dataset/checkpoint.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -65,19 +66,28 @@ std::vector<int> open_checkpoint(const std::string& path, const std::string& fin
   return idx;
 }
 
-void adopt_rank_checkpoints(const fs::path& out, int ranks, const std::string& merged_db,
-                            const std::string& fp, const std::vector<Root>& roots) {
+std::vector<fs::path> unowned_rank_dirs(const fs::path& out, int ranks) {
+  std::vector<fs::path> dirs;
   std::error_code ec;
-  if (!fs::is_directory(out / "ranks", ec)) return;
-  std::vector<std::pair<int, std::string>> rows;
+  if (!fs::is_directory(out / "ranks", ec)) return dirs;
   for (const auto& e : fs::directory_iterator(out / "ranks", ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("rank-", 0) != 0 || name.size() == 5 ||
         name.find_first_not_of("0123456789", 5) != std::string::npos)
       continue;
-    const int r = std::atoi(name.c_str() + 5);
-    if ((ranks > 1 && r < ranks) || !fs::exists(e.path() / "checkpoint.sqlite")) continue;
-    CheckpointDb db((e.path() / "checkpoint.sqlite").string());
+    if (ranks > 1 && std::atoi(name.c_str() + 5) < ranks) continue;
+    dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());  // directory order is the filesystem's
+  return dirs;
+}
+
+void adopt_rank_checkpoints(const fs::path& out, int ranks, const std::string& merged_db,
+                            const std::string& fp, const std::vector<Root>& roots) {
+  std::vector<std::pair<int, std::string>> rows;
+  for (const fs::path& dir : unowned_rank_dirs(out, ranks)) {
+    if (!fs::exists(dir / "checkpoint.sqlite")) continue;
+    CheckpointDb db((dir / "checkpoint.sqlite").string());
     if (db.get_meta("fingerprint") != fp) continue;
     for (auto& [i, payload] : db.done())
       if (i >= 0 && i < int(roots.size())) rows.push_back({i, std::move(payload)});

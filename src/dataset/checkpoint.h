@@ -35,6 +35,10 @@ class CheckpointDb {
 // Indices of the finished roots of a checkpoint; a checkpoint of other options is emptied.
 std::vector<int> open_checkpoint(const std::string& path, const std::string& fingerprint);
 
+// The rank folders no rank of this run owns (OUT/ranks/rank-R with R >= ranks; every one when
+// ranks is 1: an earlier run had more ranks, or an MPI run is resumed by one process).
+std::vector<std::filesystem::path> unowned_rank_dirs(const std::filesystem::path& out, int ranks);
+
 // Rank 0 takes into the merged checkpoint the finished roots of rank folders no rank of this
 // run owns (OUT/ranks/rank-R with R >= ranks: an earlier run had more ranks, or an MPI run is
 // resumed by one process), where it sees them (a filesystem shared by the nodes). A folder of

@@ -32,6 +32,7 @@
 #include "dataset/workers.h"
 #include "leir/canonical.h"
 #include "strategies/sampler.h"
+#include "tune/timing_lock.h"
 
 namespace fs = std::filesystem;
 
@@ -174,6 +175,13 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   if (lead) {
     finished["merged"] = open_checkpoint(merged_db, fp);  // empties a checkpoint of other options
     adopt_rank_checkpoints(out, cluster.size(), merged_db, fp, roots);
+    // Their measurement facts too (the tuners' of the roots adopted above, measurements a killed
+    // run left): a fact is keyed by its content, so any folder's are valid here.
+    if (o.measured)
+      for (const fs::path& dir : unowned_rank_dirs(out, cluster.size()))
+        if (fs::exists(dir / "measurements.sqlite"))
+          tune::MeasurementStore(measurement_store_path(o))
+              .put_all(tune::MeasurementStore((dir / "measurements.sqlite").string()).entries());
     finished["merged"] = open_checkpoint(merged_db, fp);
   }
   finished["rank"] = distributed ? json(open_checkpoint(rank_db, fp)) : finished["merged"];
@@ -191,17 +199,35 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   std::vector<int> todo, mine;
   for (int i = 0; i < int(roots.size()); ++i)
     if (!done_anywhere.count(i)) todo.push_back(i);
+  // The sharding key (also stats.json's roots[].cost_estimate): a tuned root's cost is its
+  // tuner's trials, timed against the root, so it follows the root's measured naive time.
+  auto cost_estimate = [&](int i) {
+    const Root& r = roots[size_t(i)];
+    return o.trajectories == Trajectories::Tune
+               ? tuned_root_cost(r.program, sizing[size_t(i)].naive_ms_one_thread, o.tune_trials)
+               : root_cost(r.program);
+  };
   {
     std::vector<uint64_t> costs;
-    for (int i : todo) costs.push_back(root_cost(roots[size_t(i)].program));
+    for (int i : todo) costs.push_back(cost_estimate(i));
     auto owner = shard_by_cost(costs, cluster.size());
     for (size_t k = 0; k < todo.size(); ++k)
       if (owner[k] == cluster.rank()) mine.push_back(todo[k]);
   }
 
-  // The tuner's measurement store (--trajectories tune): this rank's (merged by measure_kept).
+  // The tuner's measurement store (--trajectories tune): this rank's, merged by measure_kept.
+  // The tuner reuses every fact its store holds and times only what is missing, so before the
+  // search each rank's store gets the run's facts: those of the store given (a replay of a
+  // merged store times nothing, on any number of ranks) and those the ranks of an interrupted
+  // run left (a root resharded to another rank goes on from the same facts).
   const std::string tune_store =
       distributed ? (work / "measurements.sqlite").string() : measurement_store_path(o);
+  if (distributed && o.trajectories == Trajectories::Tune) {
+    merge_rank_stores(cluster, tune_store, measurement_store_path(o));
+    cluster.all_gather("");  // rank 0 has written the run's store
+    if (fs::exists(measurement_store_path(o)))
+      tune::MeasurementStore(tune_store).put_all(tune::MeasurementStore(measurement_store_path(o)).entries());
+  }
   // Workers: forked processes, worker k takes mine[k], mine[k+J], ...
   auto run_worker = [&](int k, int J, int limit) -> int {
     CheckpointDb db(rank_db);
@@ -211,6 +237,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
       const Root& r = roots[size_t(mine[j])];
       search::SearchStats st;
       json payload;
+      const double timed_before = tune::timed_section_seconds();
       try {
         payload = {{"records", root_records(r, o, &st, tune_store)}, {"error", ""}};
       } catch (const std::exception& e) {
@@ -219,7 +246,9 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
       payload["stats"] = {{"states", st.states}, {"candidates", st.candidates}, {"verified", st.verified},
                           {"failed", st.failed}, {"duplicates", st.duplicates},
                           {"root_inconclusive", st.root_inconclusive}, {"root_finite_share", st.root_finite_share}};
-      payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s}};
+      // timed_s: the search's timed sections (the tuner's trials), the part a machine serializes.
+      payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s},
+                           {"timed_s", tune::timed_section_seconds() - timed_before}};
       db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", mine[j], r.key, payload.dump());
       ++n;
       const std::string error = payload["error"];
@@ -307,7 +336,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     sum.verify_s += p["timing"]["verify_s"].get<double>();
     sum.cost_s += p["timing"]["cost_s"].get<double>();
     json rs = {{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
-               {"cost_estimate", root_cost(roots[size_t(i)].program)},
+               {"cost_estimate", cost_estimate(i)},
                {"search", p["stats"]}, {"error", p["error"]}};
     if (sizing[size_t(i)].naive_ms_one_thread > 0) {
       rs["naive_ms_one_thread"] = sizing[size_t(i)].naive_ms_one_thread;

@@ -522,13 +522,9 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
   return out;
 }
 
-namespace {
-
-// Rank 0 takes every measuring rank's facts into the merged store (the first value of a key
-// stays the fact, tune/database.h).
-void merge_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path) {
+void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path) {
   std::vector<std::string> rows;
-  if (cluster.measuring())
+  if (fs::exists(rank_path))
     for (const auto& [key, value] : MeasurementStore(rank_path).entries()) rows.push_back(key + "\t" + value.dump());
   rows = cluster.gather(std::move(rows));
   if (cluster.rank() != 0) return;
@@ -539,8 +535,6 @@ void merge_stores(Cluster& cluster, const std::string& rank_path, const std::str
   }
   MeasurementStore(merged_path).put_all(entries);
 }
-
-}  // namespace
 
 json MeasureSummary::to_json() const {
   return {{"comparisons", pairs},
@@ -577,7 +571,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   if (lead) MeasurementStore create(path);
   if (cluster.measuring()) MeasurementStore create(rank_path);
   // Facts an interrupted run left in the ranks' stores count before anything is handed out.
-  if (distributed) merge_stores(cluster, rank_path, path);
+  if (distributed) merge_rank_stores(cluster, rank_path, path);
 
   // Groups of kept records by root (consecutive in recs).
   std::vector<std::vector<size_t>> groups;
@@ -662,7 +656,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   }
   munmap(mem, bytes);
   if (distributed) {
-    merge_stores(cluster, rank_path, path);
+    merge_rank_stores(cluster, rank_path, path);
     // Rank 0 reports the whole run's phase 1: every measuring rank's timing and count.
     auto parts = cluster.gather({json{{"compile_s", sum.compile_s}, {"measure_s", sum.measure_s},
                                       {"measured", sum.measured}}.dump()});

@@ -140,6 +140,11 @@ std::string measurement_store_path(const GenerateOptions& o);
 nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, tune::MeasurementStore& store,
                                MeasureStats* stats = nullptr, std::vector<char>* kept = nullptr);
 
+// Rank 0 takes the facts of every rank's store (`rank_path`, where it exists: the measuring
+// ranks', and with --trajectories tune every rank's tuner store) into `merged_path`; the first
+// value of a key stays the fact (tune/database.h). Collective.
+void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path);
+
 struct MeasureSummary {
   // Deterministic given the store (written to stats.json):
   int pairs = 0, sessions = 0, failed = 0, remeasured = 0, noisy = 0, uninformative = 0, dropped_records = 0,

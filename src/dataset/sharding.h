@@ -18,6 +18,17 @@ namespace steptp::dataset {
 // program's nests and statements. Hence (nests + statements) x (executed statements + 4096).
 uint64_t root_cost(const leir::Program& p);
 
+// Estimated cost of a root under --trajectories tune (the tuned profiles), in milliseconds of one
+// worker: the tuner compiles, verifies and times `trials` candidates against the root, in
+// sessions of at least kMinRepeats runs a side (up to kSessions when noisy), so each trial costs a
+// fixed part (compiling, verifying, the timing floor) and a part proportional to the root's naive
+// one-core time `naive_ms` (the root sizing's measurement; when the run did not size its roots,
+// 0: the program's executed statement instances at 1 ns each, the bench size class's estimate).
+// The two constants are fitted to a tuned run's own per-root tuning wall times
+// (bench/mpi_projection.py --fit; docs/mpi.md). The kept records' measurement after the search is
+// sharded on its own, by missing comparisons (dataset/measurement.h).
+uint64_t tuned_root_cost(const leir::Program& p, double naive_ms, int trials);
+
 // owner[i] in [0, parts) for items of the given costs: items in decreasing cost (ties: lower
 // index first) each go to the least loaded part (ties: lower part).
 std::vector<int> shard_by_cost(const std::vector<uint64_t>& costs, int parts);

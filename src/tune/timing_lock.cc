@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -170,8 +171,19 @@ CpuWorkLock::CpuWorkLock(Mode mode, LockDeadline deadline)
 
 CpuWorkLock::~CpuWorkLock() { release(g_cpu, fd_); }
 
+namespace {
+std::atomic<double> g_timed_section_s{0};
+}  // namespace
+
 TimedSection::TimedSection(int threads, LockDeadline deadline) : machine_wide_(deadline) {
   if (threads <= 0 || threads >= core_count()) all_cores_.emplace(CpuWorkLock::Mode::Exclusive, deadline);
+  held_since_ = LockClock::now();
 }
+
+TimedSection::~TimedSection() {
+  g_timed_section_s += std::chrono::duration<double>(LockClock::now() - held_since_).count();
+}
+
+double timed_section_seconds() { return g_timed_section_s.load(); }
 
 }  // namespace steptp::tune

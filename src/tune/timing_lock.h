@@ -84,10 +84,19 @@ class CpuWorkLock {
 class TimedSection {
  public:
   explicit TimedSection(int threads, LockDeadline deadline = std::nullopt);
+  ~TimedSection();
+  TimedSection(const TimedSection&) = delete;
+  TimedSection& operator=(const TimedSection&) = delete;
 
  private:
   TimingLock machine_wide_;
   std::optional<CpuWorkLock> all_cores_;
+  LockClock::time_point held_since_;
 };
+
+// Seconds this process has spent inside TimedSections (holding the locks, not waiting for them):
+// the part of its work that one machine serializes, which a projection of more workers per
+// machine needs (docs/mpi.md). A forked child starts from its parent's count.
+double timed_section_seconds();
 
 }  // namespace steptp::tune

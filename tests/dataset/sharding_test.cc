@@ -27,5 +27,21 @@ TEST(Sharding, RootCostGrowsWithTheProgram) {
   EXPECT_EQ(tiny, root_cost(workloads::emit(*w, 1, workloads::SizeClass::Tiny)));
 }
 
+TEST(Sharding, TunedRootCostFollowsTheTrialsAndTheNaiveTime) {
+  const auto* w = workloads::find_workload("square_matmul");
+  ASSERT_NE(w, nullptr);
+  const leir::Program tiny = workloads::emit(*w, 1, workloads::SizeClass::Tiny);
+  const leir::Program small = workloads::emit(*w, 1, workloads::SizeClass::Small);
+  // Each trial costs a fixed part and a part that grows with the measured naive time.
+  const uint64_t base = tuned_root_cost(tiny, 1.0, 16);
+  EXPECT_GT(base, 0u);
+  EXPECT_GT(tuned_root_cost(tiny, 10.0, 16), base);
+  EXPECT_EQ(tuned_root_cost(tiny, 1.0, 32), 2 * base);
+  // A measured time is the estimate whatever the program; unmeasured (0), the program's work stands
+  // in for it, so a larger program still costs more.
+  EXPECT_EQ(tuned_root_cost(small, 1.0, 16), base);
+  EXPECT_GT(tuned_root_cost(small, 0, 16), tuned_root_cost(tiny, 0, 16));
+}
+
 }  // namespace
 }  // namespace steptp::dataset

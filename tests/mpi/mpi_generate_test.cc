@@ -5,24 +5,16 @@
 // process writes the same bytes without measuring anything. Also: steptp built without MPI
 // refuses to run as one of several ranks.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset_test_util.h"
 #include "mpi/launch.h"
-#include "shell_command.h"
+#include "mpi/mpi_test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,11 +22,7 @@ using nlohmann::json;
 namespace steptp::mpi {
 namespace {
 
-using dataset::testing::slurp;
-
-fs::path tmpdir(const std::string& name) { return dataset::testing::tmpdir("mpi_test", name); }
-
-const std::vector<std::string> kFiles = {"train.jsonl", "eval.jsonl", "steps.jsonl", "manifest.json", "stats.json"};
+using namespace testing;
 
 // Options of every run: by default enough roots that each rank gets several, each root a
 // fraction of a second.
@@ -42,49 +30,6 @@ std::string generate_args(const fs::path& out, const std::string& extra, int pro
   return fmt::format("generate --out {} --seed 7 --programs {} --composites {} --no-examples --depth 2 --beam 2 "
                      "--eval-fraction 0.4 --token-sample 20 --json {}",
                      out.string(), programs, composites, extra);
-}
-
-// Two ranks on loopback in a container, as root: shared memory without the single-copy
-// mechanism (CMA needs ptrace rights containers often lack), no core binding (2 ranks may
-// exceed the cores CI gives), the test's timing lock passed on.
-std::string mpirun(const std::string& rank_command) {
-  return fmt::format("env OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root -n 2 --oversubscribe "
-                     "--bind-to none --mca btl self,vader -x STEPTP_TIMING_LOCK {}",
-                     rank_command);
-}
-
-using Result = steptp::testing::ShellResult;
-Result sh(const std::string& cmd) { return steptp::testing::run_shell(cmd + " 2>&1"); }
-
-// The summary line of a generate --json run (its last line starting with '{').
-json summary(const Result& r) {
-  size_t at = r.out.rfind("\n{");
-  std::string line = r.out.substr(at == std::string::npos ? 0 : at + 1);
-  return json::parse(line.substr(0, line.find('\n')));
-}
-
-// Rows of a table of a store; 0 while the store or its table does not exist yet. Opened for
-// writing: reading a WAL database a killed process left behind needs to recover it.
-int64_t count(const fs::path& db_path, const std::string& table) {
-  if (!fs::exists(db_path)) return 0;
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-  sqlite3_busy_timeout(db, 10000);
-  sqlite3_stmt* st = nullptr;
-  int64_t n = 0;
-  if (sqlite3_prepare_v2(db, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
-
-void expect_same_files(const fs::path& a, const fs::path& b) {
-  for (const auto& f : kFiles) {
-    ASSERT_TRUE(fs::exists(a / f)) << a / f;
-    EXPECT_EQ(slurp(a / f), slurp(b / f)) << f << " differs between " << a << " and " << b;
-  }
 }
 
 class MpiGenerate : public ::testing::Test {
@@ -102,15 +47,6 @@ class MpiGenerate : public ::testing::Test {
     ASSERT_EQ(reference_->code, 0) << reference_->out;
     if (sh("command -v mpirun").code != 0)
       GTEST_SKIP() << "mpirun not installed (scripts/deps-test.sh installs OpenMPI for the tests)";
-  }
-  // Runs `steptp ARGS` on two ranks; fails clearly when steptp lacks MPI although mpirun is here.
-  static Result two_ranks(const std::string& args) {
-    Result r = sh(mpirun(std::string(STEPTP_EXE) + " " + args));
-    EXPECT_EQ(r.out.find("built without MPI"), std::string::npos)
-        << "steptp was built without MPI although OpenMPI is installed (was build/ configured before it was?): "
-           "re-run scripts/build.sh\n"
-        << r.out;
-    return r;
   }
   static fs::path* root_;
   static Result* reference_;
@@ -132,47 +68,16 @@ TEST_F(MpiGenerate, ModelCostOnTwoRanksEqualsOneProcessByteForByte) {
   EXPECT_EQ(r0 + r1, summary(*reference_)["roots"].get<int64_t>());
 }
 
-// The PID of rank `rank` among mpirun's children (rank processes carry OMPI_COMM_WORLD_RANK).
-pid_t rank_pid(pid_t mpirun_pid, int rank) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = slurp(e.path() / "stat");
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    int ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 2, "%*c %d", &ppid) != 1 || ppid != mpirun_pid) continue;
-    std::string env = slurp(e.path() / "environ");
-    if (env.find(fmt::format("OMPI_COMM_WORLD_RANK={}", rank) + '\0') != std::string::npos) return std::stoi(name);
-  }
-  return -1;
-}
-
 TEST_F(MpiGenerate, RankKilledMidRunAndRerunGiveTheSameBytes) {
   fs::path out = *root_ / "killed";
   fs::create_directories(out);
-  std::string cmd = mpirun(std::string(STEPTP_EXE) + " " + generate_args(out, "--cost model")) + " >" +
-                    (out.parent_path() / "killed.log").string() + " 2>&1";
-  pid_t mpirun_pid = fork();
-  ASSERT_GE(mpirun_pid, 0);
-  if (mpirun_pid == 0) {
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // Kill rank 1 (SIGKILL) as soon as it has finished its first root.
+  // Rank 1 killed as soon as it has finished its first root.
   const fs::path rank1_db = out / "ranks" / "rank-1" / "checkpoint.sqlite";
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  int status = 0;
-  while (count(rank1_db, "roots") == 0) {
-    ASSERT_EQ(waitpid(mpirun_pid, &status, WNOHANG), 0) << slurp(out.parent_path() / "killed.log");
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  pid_t victim = rank_pid(mpirun_pid, 1);
-  ASSERT_GT(victim, 0) << "rank 1 not found";
-  ASSERT_EQ(kill(victim, SIGKILL), 0);
-  ASSERT_EQ(waitpid(mpirun_pid, &status, 0), mpirun_pid);
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(out.parent_path() / "killed.log");
+  const fs::path log = out.parent_path() / "killed.log";
+  int status = kill_rank1_when(mpirun(std::string(STEPTP_EXE) + " " + generate_args(out, "--cost model")), log,
+                               [&] { return count(rank1_db, "roots") > 0; });
+  ASSERT_NE(status, -1);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(log);
   EXPECT_FALSE(fs::exists(out / "manifest.json")) << "the run finished before rank 1 was killed";
   int64_t kept_rank0 = count(out / "ranks" / "rank-0" / "checkpoint.sqlite", "roots");
   int64_t kept_rank1 = count(rank1_db, "roots");
@@ -226,6 +131,64 @@ TEST_F(MpiGenerate, TwoMeasuringRanksMergeAStoreThatReproducesTheirBytes) {
   ASSERT_EQ(s.code, 0) << s.out;
   EXPECT_EQ(summary(s)["comparisons_measured"], 0);
   expect_same_files(out, again);
+}
+
+// The tuned profile (steptp tune per root with measured trials, the records re-measured in quiet
+// sessions, all cores) on a few roots at tiny shapes, so that each root takes seconds: the
+// bench-shaped roots of the profile itself are mpi_tuned_heavy_test.cc's.
+std::string tuned_tiny_args(const fs::path& out, const std::string& extra) {
+  return fmt::format("generate --out {} --profile tuned --size tiny --min-root-ms 0 --min-headroom 0 --seed 7 "
+                     "--programs 4 --composites 0 --no-examples --tune-trials 2 --eval-fraction 0.4 --token-sample 20 "
+                     "--json {}",
+                     out.string(), extra);
+}
+
+TEST_F(MpiGenerate, TunedProfileOnTwoRanksCompletesAndItsStoreReplaysOnOneAndTwoRanks) {
+  expect_tuned_run_and_replays(*root_ / "tuned", tuned_tiny_args);
+}
+
+// A tuned two-rank run into DIR/run whose rank 1 is killed as soon as it has tuned its first root
+// (its tuner's facts stay in its store); returns the roots the two ranks had finished.
+int64_t killed_tuned_run(const fs::path& dir) {
+  const fs::path out = dir / "run", rank1_db = out / "ranks" / "rank-1" / "checkpoint.sqlite";
+  fs::create_directories(out);
+  int status = kill_rank1_when(mpirun(std::string(STEPTP_EXE) + " " + tuned_tiny_args(out, "")), dir / "killed.log",
+                               [&] { return count(rank1_db, "roots") > 0; });
+  EXPECT_NE(status, -1);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "killed.log");
+  EXPECT_FALSE(fs::exists(out / "manifest.json")) << "the run finished before rank 1 was killed";
+  return count(out / "ranks" / "rank-0" / "checkpoint.sqlite", "roots") + count(rank1_db, "roots");
+}
+
+// The rerun `r` of DIR/run resumed `kept` roots and completed; an uninterrupted one-process run
+// on its store writes the same bytes and times nothing.
+void expect_resumed_like_uninterrupted(const fs::path& dir, const Result& r, int64_t kept) {
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GE(kept, 1);
+  EXPECT_EQ(summary(r)["roots_resumed"].get<int64_t>(), kept);
+  EXPECT_LT(kept, summary(r)["roots"].get<int64_t>()) << "every root was finished before rank 1 was killed";
+  const fs::path store = dir / "run" / "measurements.sqlite";
+  const int64_t facts = count(store, "measurements");
+  Result one = sh(std::string(STEPTP_EXE) + " " +
+                  tuned_tiny_args(dir / "uninterrupted", "--jobs 1 --measurements " + store.string()));
+  ASSERT_EQ(one.code, 0) << one.out;
+  expect_same_files(dir / "run", dir / "uninterrupted");
+  EXPECT_EQ(count(store, "measurements"), facts) << "the uninterrupted run timed something the resumed run's store lacked";
+}
+
+TEST_F(MpiGenerate, TunedRankKilledMidRunResumesToTheBytesOfAnUninterruptedRunOnItsStore) {
+  const fs::path dir = *root_ / "tuned-killed";
+  const int64_t kept = killed_tuned_run(dir);
+  // The rerun on two ranks tunes only the unfinished roots.
+  expect_resumed_like_uninterrupted(dir, two_ranks(tuned_tiny_args(dir / "run", "")), kept);
+}
+
+TEST_F(MpiGenerate, TunedRunKilledOnTwoRanksResumedByOneProcessTakesTheRankFoldersFacts) {
+  // One process owns no rank folder: it takes their checkpoint rows and their stores' facts.
+  const fs::path dir = *root_ / "tuned-killed-one";
+  const int64_t kept = killed_tuned_run(dir);
+  expect_resumed_like_uninterrupted(
+      dir, sh(std::string(STEPTP_EXE) + " " + tuned_tiny_args(dir / "run", "--jobs 1")), kept);
 }
 
 TEST(WithoutMpi, RefusesToRunAsOneOfSeveralRanks) {
