@@ -2,9 +2,10 @@
 # serve_model.sh HOST PORT MODEL_DIR [OPTION...]: a local Hugging Face model folder (python -m steptp.train's
 # output, or any causal LM) behind an OpenAI-compatible Chat Completions server, `transformers serve` from
 # .venv-train (scripts/deps-train.sh), with the hub switched off: nothing is downloaded, the folder is loaded at
-# start and answers every request, whatever model name the request gives. OPTIONs go to `transformers serve`
+# start and answers the requests whose model is that folder's absolute path (others get HTTP 400 "Server is pinned
+# to ..."), so give optimize `--model "$(realpath MODEL_DIR)"`. OPTIONs go to `transformers serve`
 # (e.g. --device cuda:0, --dtype bfloat16). Then:
-#   build/src/steptp optimize OUT/manifest.json --policy llm --base-url http://HOST:PORT/v1 --model MODEL_DIR ...
+#   build/src/steptp optimize OUT/manifest.json --policy llm --base-url http://HOST:PORT/v1 --model "$(realpath MODEL_DIR)" ...
 # On a GPU machine vLLM serves the same folder faster (docs/train.md).
 set -euo pipefail
 if [ $# -lt 3 ]; then
