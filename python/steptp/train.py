@@ -241,7 +241,6 @@ def prepare(args, command: str):
     import torch
 
     datasets.disable_progress_bars()
-
     if args.threads:
         torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)

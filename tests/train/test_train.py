@@ -124,6 +124,20 @@ def test_sft_loss_decreases(sft):
         assert (sft / f).exists(), f
 
 
+def test_sft_resumes_from_its_checkpoint(dataset, tiny, tmp_path):
+    """--resume continues from the latest checkpoint in --out: the optimizer step count goes on from it."""
+    out = tmp_path / "r"
+    common = ("sft", "--model", str(tiny), "--data", str(dataset / "sft_prompt_completion_train.jsonl"), "--out",
+              str(out), "--limit", "1", "--max-length", MAX_LEN, "--batch", "1", "--epochs", "100", "--save-steps", "2",
+              "--threads", THREADS)
+    train(*common, "--max-steps", "2")
+    assert (out / "checkpoint-2").is_dir()
+    r = train(*common, "--max-steps", "3", "--resume")
+    assert f"resuming from {out / 'checkpoint-2'}" in r.stderr and "done: 3 steps" in r.stderr, r.stderr
+    steps = [e["step"] for e in log_entries(out) if "loss" in e]
+    assert steps == [1, 2, 3], steps  # step 3 only in the second run: steps 1-2 were not trained again
+
+
 def test_dpo_steps(dataset, tiny, tmp_path):
     out = tmp_path / "dpo"
     r = train("dpo", "--model", str(tiny), "--data", str(dataset / "dpo_train.jsonl"), "--out", str(out),
