@@ -10,13 +10,15 @@
 #
 # MEASURE=model replaces timing by the analytic estimate (minutes instead of hours; no `tune`
 # row, which always times). Wrap in `flock /tmp/steptp-timing.lock` with STEPTP_TIMING_LOCK=none
-# when reporting figures.
+# when reporting figures. POLICIES and SEARCHES (space-separated) narrow the runs; the table has a
+# row for every run file OUT/LABEL-SEARCH.json, so runs written there before (scripts/eval_model.sh's
+# served models) stand beside the baselines.
 set -euo pipefail
 MANIFEST=$1 OUT=$2 MEASURE=${3:-cpu} BUDGET=${4:-32} N=${5:-10}
 STEPTP=${STEPTP:-build/src/steptp}
 mkdir -p "$OUT"
-for policy in random model; do
-  for search in chain greedy beam mcts; do
+for policy in ${POLICIES:-random model}; do
+  for search in ${SEARCHES:-chain greedy beam mcts}; do
     "$STEPTP" optimize "$MANIFEST" --limit "$N" --policy "$policy" --search "$search" --measure "$MEASURE" \
       --max-measured "$BUDGET" --depth 4 --proposals 4 --beam 2 --nodes 1000 --out "$OUT/$policy-$search" --json \
       > "$OUT/$policy-$search.json"
@@ -49,19 +51,22 @@ marks = [m for m in (1, 2, 4, 8, 16, 32, 64) if m <= budget]
 print("| policy | search | judged | measured | valid | equivalent | compiles | faster | pass@1 | fast_0 | fast_1 | fast_1.2 | geomean | median |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 curves = []
-for policy in ("random", "model"):
-    for search in ("chain", "greedy", "beam", "mcts"):
-        run = json.load(open(os.path.join(out, f"{policy}-{search}.json")))
-        a = run["aggregate"]
-        measured = sum(len(p["curve_measured"]) for p in run["programs"].values())
-        f, r = a["funnel"], a["funnel"]["rates"]
-        fp = a["fast_p_vs_naive"]
-        p1 = a["pass_at_k"]["pass@1"]
-        print(f"| {policy} | {search} | {f['judged']} | {measured} | {r['valid']:.2f} | {r['equivalent']:.2f} | {r['compiles']:.2f} | "
-              f"{r['faster']:.2f} | {p1 if p1 is None else round(p1, 3)} | {fp['fast_0']:.2f} | {fp['fast_1']:.2f} | "
-              f"{fp['fast_1.2']:.2f} | {a['geomean_speedup']:.3f} | {a['median_speedup']:.3f} |")
-        c = a["curve_measured_geomean"]
-        curves.append((f"{policy}-{search}", [c[min(m, len(c)) - 1] if c else 1.0 for m in marks]))
+searches = ("chain", "greedy", "beam", "mcts", "dfs", "bfs")
+runs = [os.path.basename(f)[:-5].rsplit("-", 1) for f in glob.glob(os.path.join(out, "*-*.json"))]
+runs = sorted((r for r in runs if r[1] in searches), key=lambda r: (r[0] not in ("random", "model"), r[0],
+                                                                      searches.index(r[1])))
+for policy, search in runs:
+    run = json.load(open(os.path.join(out, f"{policy}-{search}.json")))
+    a = run["aggregate"]
+    measured = sum(len(p["curve_measured"]) for p in run["programs"].values())
+    f, r = a["funnel"], a["funnel"]["rates"]
+    fp = a["fast_p_vs_naive"]
+    p1 = a["pass_at_k"]["pass@1"]
+    print(f"| {policy} | {search} | {f['judged']} | {measured} | {r['valid']:.2f} | {r['equivalent']:.2f} | {r['compiles']:.2f} | "
+          f"{r['faster']:.2f} | {p1 if p1 is None else round(p1, 3)} | {fp['fast_0']:.2f} | {fp['fast_1']:.2f} | "
+          f"{fp['fast_1.2']:.2f} | {a['geomean_speedup']:.3f} | {a['median_speedup']:.3f} |")
+    c = a["curve_measured_geomean"]
+    curves.append((f"{policy}-{search}", [c[min(m, len(c)) - 1] if c else 1.0 for m in marks]))
 tunes = sorted(glob.glob(os.path.join(out, "tune", "*.json")))
 if tunes:
     sp = [json.load(open(t))["speedup"] for t in tunes]

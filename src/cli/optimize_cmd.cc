@@ -147,6 +147,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
   return [o]() -> int {
     const fs::path out(o->out);
     std::vector<std::string> names;
+    std::string first_transport_error;  // of an llm run: what the first failed request said
     std::vector<json> per;
     if (o->rescore) {
       if (!fs::is_directory(out / "events")) throw std::runtime_error(o->out + " has no events/ folder");
@@ -206,7 +207,10 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
         json r = optimize::optimize_program(root, *policy, store, *runner, opt);
         std::string stem = file_stem(k, root.name);
         std::string ev;
-        for (const auto& e : r["events"]) ev += e.dump() + "\n";
+        for (const auto& e : r["events"]) {
+          ev += e.dump() + "\n";
+          if (first_transport_error.empty() && !e.value("error", "").empty()) first_transport_error = e["error"];
+        }
         write_result(out / "events" / (stem + ".jsonl"), ev);
         r.erase("events");
         write_result(out / "programs" / (stem + ".json"), r.dump(1) + "\n");
@@ -227,6 +231,15 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     write_result(out / "metrics.json", metrics.dump(1) + "\n");
     if (o->json) std::cout << metrics.dump() << "\n";
     else std::cout << optimize::metrics_table(names, per, agg);
+    // A server that answered no request at all (nothing listening, a wrong URL or port) is a set-up error, not
+    // a model that failed every proposal: the counts stay written, the exit status and stderr say so.
+    const int64_t calls = agg["cost"]["calls"].get<int64_t>();
+    if (!o->rescore && o->policy == "llm" && calls > 0 && agg["funnel"].value("transport_failures", 0) == calls) {
+      std::cerr << fmt::format("optimize: error: no answer from the Chat Completions server at {}: all {} requests "
+                               "failed ({})\n",
+                               o->llm.chat.base_url, calls, first_transport_error);
+      return 1;
+    }
     return 0;
   };
 }}};

@@ -83,3 +83,19 @@ def test_readme_and_docs_examples_run():
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, doc + ": " + r.stderr
         assert "exact True" in r.stdout and r.stdout.rstrip().endswith("0.1"), r.stdout
+
+
+def test_training_front_end_imports_without_torch(tmp_path):
+    """steptp.train (docs/train.md) imports torch, transformers and trl only when a command runs: `import steptp`
+    and its argument parser work in any venv, and a wrong dataset file is refused before any of them is needed."""
+    code = ("import sys, steptp, steptp.train as t\n"
+            "assert not {'torch', 'transformers', 'trl'} & set(sys.modules), sorted(sys.modules)\n"
+            "a = t.parser().parse_args(['sft', '--model', 'm', '--data', 'd', '--out', 'o'])\n"
+            "assert (a.epochs, a.batch, a.max_length, a.lora) == (1.0, 2, 0, False)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    data = tmp_path / "dpo_train.jsonl"
+    data.write_text(json.dumps({"prompt": [], "chosen": [], "rejected": []}) + "\n")
+    from steptp import train
+
+    with pytest.raises(train.TrainError, match=r"dpo_train.jsonl:1: a row of a dpo_\*.jsonl file; `sft` trains on"):
+        train.read_records(str(data), "sft")
