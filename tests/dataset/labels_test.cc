@@ -123,8 +123,8 @@ class Labels : public ::testing::Test {
  protected:
   // Path R -> P1 (slower) -> P2 (2x the root) -> P3 (slower again); alternatives Q (noisy in its
   // first session, quiet in the second), N (noisy in every session, as fast as the root: its
-  // interval cannot tell a 5 % slowdown from a 5 % speedup) and M (noisy in every session, 2.5x
-  // the root: its interval still decides).
+  // interval cannot tell a 5 % slowdown from a 5 % speedup) and M (noisy, 2.5x the root: its
+  // first interval already lies above 1.05, so it is settled and not timed again).
   void SetUp() override {
     dir_ = tmpdir("labels_test", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
@@ -155,12 +155,12 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   MeasureStats st;
   std::vector<char> kept;
   const json out = measure_records(records_, o_, store, &st, &kept);
-  // 8 distinct comparisons; (R, Q) took 2 sessions, (R, N) and (R, M) all 3.
+  // 8 distinct comparisons; (R, Q) took 2 sessions, (R, N) all 3, (R, M) one (settled).
   EXPECT_EQ(st.pairs, 8);
-  EXPECT_EQ(st.sessions, 13);
-  EXPECT_EQ(st.measured, 13);
-  EXPECT_EQ(runner_.calls, 13);
-  EXPECT_EQ(st.remeasured, 3);
+  EXPECT_EQ(st.sessions, 11);
+  EXPECT_EQ(st.measured, 11);
+  EXPECT_EQ(runner_.calls, 11);
+  EXPECT_EQ(st.remeasured, 2);
   EXPECT_EQ(st.noisy, 2);
   EXPECT_EQ(st.uninformative, 1);
   EXPECT_EQ(st.failed, 0);
@@ -177,11 +177,12 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   EXPECT_EQ(q["vs_parent"]["parent"]["cv"], 0.01);
   EXPECT_EQ(q["speedup_vs_parent"], 1.25);
   EXPECT_EQ(out[0]["answers"][0]["cost"]["vs_parent"]["session"], 1);
-  // M never had a quiet session: it rests on the narrowest (session 2, cv 0.2), whose interval
-  // (the RatioCi formula: 2.5 * exp(-+2.100922 * sqrt(2 * pi/2 * 0.2^2 / 10))) still clears 1.05.
+  // M never had a quiet session: its first (cv 0.3) is settled, since its interval (the RatioCi
+  // formula: 2.5 * exp(-+2.100922 * sqrt(2 * pi/2 * 0.3^2 / 10))) lies above 1.05, and it rests
+  // on that one.
   const json& m = out[4]["answers"][0];
-  EXPECT_EQ(m["cost"]["vs_root"]["session"], 2);
-  EXPECT_EQ(m["cost"]["speedup_ci"], json::array({1.9754, 3.1639}));
+  EXPECT_EQ(m["cost"]["vs_root"]["session"], 1);
+  EXPECT_EQ(m["cost"]["speedup_ci"], json::array({1.756, 3.5593}));
   EXPECT_EQ(m["label"], "improving");
 
   // A rerun on the store times nothing and writes the same records.
@@ -194,7 +195,7 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   EXPECT_EQ(measure_records(records_, o2, store, &st2).dump(), out.dump());
   EXPECT_EQ(again.calls, 0);
   EXPECT_EQ(st2.measured, 0);
-  EXPECT_EQ(st2.reused, 13);
+  EXPECT_EQ(st2.reused, 11);
 }
 
 TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
@@ -309,6 +310,18 @@ TEST(TrimPathTail, APathEndsAtItsBestStateOrGoesWhenItNeverPaysOff) {
   json unconfirmed = json::array({step(1, 1, 1.06)});
   std::vector<size_t> us{0};
   EXPECT_EQ(trim_path_tail(unconfirmed, us, 1.05), 1);
+}
+
+TEST(MeasureOptions, TheLastSessionIsLongerByItsScale) {
+  GenerateOptions o;
+  o.measure_min_time = 0.02;
+  const auto first = measure_options(o), last = measure_options(o, kLastSessionScale);
+  EXPECT_EQ(first.min_repeats, kMinRepeats);
+  EXPECT_EQ(last.min_repeats, kLastSessionScale * kMinRepeats);
+  EXPECT_DOUBLE_EQ(first.max_time_s, 0.4);
+  EXPECT_DOUBLE_EQ(last.max_time_s, kLastSessionScale * 0.4);
+  EXPECT_DOUBLE_EQ(last.min_time_s, kLastSessionScale * 0.02);
+  EXPECT_EQ(last.warmup, first.warmup);
 }
 
 }  // namespace
