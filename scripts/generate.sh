@@ -5,8 +5,8 @@
 # re-measured), writing the dataset to out/ (override with OUT=dir; extra arguments go to
 # generate and win over these, e.g. `--programs 80`; `--profile quick --programs -1` is the fast
 # tiny-shape beam-search run over the whole suite).
-# The root count keeps the whole job within 20 minutes on 2 cores, set-up included (dataset v3's
-# quiet-session re-timing costs ~15 s per root: 92 drawn workloads took 19.6 min before apt); the
+# The root count keeps the whole job within 18 minutes on 2 cores, set-up included (80 drawn
+# workloads: 15 min 47 s before apt on a quiet 2-core VM, 92: 18 min); the
 # per-strategy caps are the quick profile's 35/40 scaled to this run's ~600 records (they only
 # trim the measured alternatives of loop steps) (docs/dataset.md, "The main job").
 set -euo pipefail
