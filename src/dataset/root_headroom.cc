@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "backend/measure/memory_traffic.h"
-#include "leir/types.h"
 #include "tune/database.h"
 #include "tune/machine.h"
+#include "tune/roofline.h"
 #include "tune/timing_lock.h"
 
 namespace steptp::dataset {
@@ -27,16 +27,6 @@ backend::MeasureOptions traffic_options(int threads) {
 
 }  // namespace
 
-UnavoidableTraffic unavoidable_traffic(const leir::Program& p) {
-  UnavoidableTraffic t;
-  for (const auto& d : p.known) {
-    const int64_t bytes = d.numel() * leir::byte_size(d.dtype);
-    if (d.role == leir::Role::Output) t.write_bytes += bytes;
-    else if (d.role != leir::Role::Constant) t.read_bytes += bytes;
-  }
-  return t;
-}
-
 double headroom(const RootSizing& s) {
   return s.naive_ms_one_thread > 0 && s.traffic_ms > 0 ? s.naive_ms_one_thread / s.traffic_ms : 0;
 }
@@ -53,7 +43,9 @@ void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>&
   std::vector<char> left_out(roots.size(), 0);
   for (size_t i = 0; i < roots.size(); ++i) {
     if (!(sizing[i].naive_ms_one_thread > 0)) continue;  // not sized (a failed build is reported later): kept
-    const auto traffic = unavoidable_traffic(roots[i].program);
+    // Bytes any equivalent program moves at least (tune/roofline.h: inputs and parameters read,
+    // outputs written; constants not counted, since a program may compute them instead).
+    const auto traffic = tune::program_traffic(roots[i].program);
     const std::string key = tune::measurement_key(
         {machine, fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes), config});
     auto found = store.get(key);

@@ -26,13 +26,6 @@
 
 namespace steptp::dataset {
 
-// Bytes any equivalent program moves at least: inputs and parameters read, outputs written
-// (constants are not counted: a program may compute them instead of reading them).
-struct UnavoidableTraffic {
-  int64_t read_bytes = 0, write_bytes = 0;
-};
-UnavoidableTraffic unavoidable_traffic(const leir::Program& p);
-
 // naive one-core time / all-core copy time of the unavoidable traffic (0 when either is unknown).
 double headroom(const RootSizing& s);
 

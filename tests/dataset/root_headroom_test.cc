@@ -14,6 +14,7 @@
 #include "dataset/root_sizing.h"
 #include "leir/program_io.h"
 #include "tune/database.h"
+#include "tune/roofline.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -21,7 +22,7 @@ using nlohmann::json;
 namespace steptp::dataset {
 namespace {
 
-TEST(RootHeadroom, UnavoidableTrafficIsInputsAndParamsReadAndOutputsWritten) {
+TEST(RootHeadroom, TrafficIsInputsAndParamsReadAndOutputsWritten) {
   // f32 input 3x5 (60 B), f64 param 4 (32 B), i32 constant 7 (not counted: a program may
   // compute it), bool output 9 (9 B), f32 output 2x3 (24 B); the intermediate E is not counted.
   auto p = leir::program_from_text(
@@ -30,7 +31,7 @@ TEST(RootHeadroom, UnavoidableTrafficIsInputsAndParamsReadAndOutputsWritten) {
       "L^{2}_{a=0}L^{3}_{c=0}[E^{f32,g}_{a,c}=A^{f32,g}_{a,c}*W^{f64,g}_{c}+K^{i32,g}_{c};"
       "D^{f32,g}_{a,c}=E^{f32,g}_{a,c};];L^{9}_{a=0}[M^{bool,g}_{a}=A^{f32,g}_{0,0}>0;];",
       "traffic.leir");
-  const auto t = unavoidable_traffic(p);
+  const auto t = tune::program_traffic(p);  // what the headroom screen times a copy of
   EXPECT_EQ(t.read_bytes, 60 + 32);
   EXPECT_EQ(t.write_bytes, 9 + 24);
 

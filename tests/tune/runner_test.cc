@@ -17,21 +17,30 @@ using nlohmann::json;
 namespace steptp::tune {
 namespace {
 
-TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
+// Programs 0-3: three small kernels over A and, as program 2, one whose 8 GB intermediate cannot
+// be allocated under the measuring child's 4 GiB address-space limit.
+std::vector<leir::Program> timing_programs() {
   auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
-  std::vector<leir::Program> progs = {
+  return {
       parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
       parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
-      // 8 GB intermediate: allocation fails under the child's 4 GiB address-space limit.
       parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
             "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
+      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=sqrt(A^{f64,g}_{a}*A^{f64,g}_{a});];"),
   };
+}
+
+backend::MeasureOptions short_sessions() {
   backend::MeasureOptions mo;
   mo.min_time_s = 0.001;
   mo.max_time_s = 0.2;
   mo.threads = 1;
+  return mo;
+}
+
+TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
   PairMeasureStats st;
-  auto r = measure_pairs(progs, {{0, 1}, {0, 2}, {1, 0}}, mo, 7, 20.0, &st);
+  auto r = measure_pairs(timing_programs(), {{0, 1}, {0, 2}, {1, 0}}, short_sessions(), 7, 20.0, &st);
   ASSERT_EQ(r.size(), 3u);
   ASSERT_TRUE(r[0].ok) << r[0].error;
   EXPECT_FALSE(r[1].ok);
@@ -46,28 +55,17 @@ TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
 }
 
 TEST(MeasurePairs, PairsWithOneReferenceShareASessionAndFailAlone) {
-  auto parse = [](const std::string& t) { return leir::program_from_text(t, "test.leir"); };
-  std::vector<leir::Program> progs = {
-      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=A^{f64,g}_{a}*3;];"),
-      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=exp(A^{f64,g}_{a})*3;];"),
-      parse("input A: f64[1]\noutput D: f64[1]\nL^{1000000000}_{a=0}[E^{f64,g}_{a}=A^{f64,g}_{0};];"
-            "L^{1}_{a=0}[D^{f64,g}_{a}=E^{f64,g}_{a};];"),
-      parse("input A: f64[64]\noutput C: f64[64]\nL^{64}_{a=0}[C^{f64,g}_{a}=sqrt(A^{f64,g}_{a}*A^{f64,g}_{a});];"),
-  };
-  backend::MeasureOptions mo;
-  mo.min_time_s = 0.001;
-  mo.max_time_s = 0.2;
-  mo.threads = 1;
+  const auto progs = timing_programs();
   // Two results against program 0, one pair against another reference in between: program 0's
   // pairs share one session (the same timings of it, the same round count for every side).
-  auto r = measure_pairs(progs, {{0, 1}, {1, 3}, {0, 3}}, mo, 7, 20.0);
+  auto r = measure_pairs(progs, {{0, 1}, {1, 3}, {0, 3}}, short_sessions(), 7, 20.0);
   for (const auto& p : r) ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(r[0].cmp.a.median_ms, r[2].cmp.a.median_ms);
   EXPECT_EQ(r[0].cmp.a.repeats, r[2].cmp.b.repeats);
   EXPECT_EQ(r[0].cmp.b.repeats, r[2].cmp.b.repeats);
   // A program whose run fails (out of memory for its intermediates) spoils its session: the
   // others of the session are timed again pair by pair, and only its own pair fails.
-  auto f = measure_pairs(progs, {{0, 1}, {0, 2}, {0, 3}}, mo, 7, 20.0);
+  auto f = measure_pairs(progs, {{0, 1}, {0, 2}, {0, 3}}, short_sessions(), 7, 20.0);
   ASSERT_TRUE(f[0].ok) << f[0].error;
   EXPECT_FALSE(f[1].ok);
   EXPECT_NE(f[1].error.find("out of memory"), std::string::npos) << f[1].error;
