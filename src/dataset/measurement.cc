@@ -249,6 +249,11 @@ int trim_path_tail(json& records, std::vector<size_t>& src, double threshold) {
 
 namespace {
 
+// The 95 % interval of a stored session's speedup (median of A / median of B; ratio_ci).
+Interval session_ci(const json& v) {
+  return ratio_ci(v["a"]["median_ms"].get<double>() / v["b"]["median_ms"].get<double>(),
+                  {timing_stats(v["a"]), timing_stats(v["b"])});
+}
 // A session is quiet when both sides are (measurement.h: kMinRepeats, kQuietCv).
 bool quiet(const json& v) {
   for (const char* side : {"a", "b"})
@@ -260,8 +265,7 @@ bool quiet(const json& v) {
 bool settled(const json& v, double threshold) {
   if (quiet(v)) return true;
   if (v["a"]["repeats"].get<int>() < 2 || v["b"]["repeats"].get<int>() < 2) return false;
-  const Interval ci = ratio_ci(v["a"]["median_ms"].get<double>() / v["b"]["median_ms"].get<double>(),
-                               {timing_stats(v["a"]), timing_stats(v["b"])});
+  const Interval ci = session_ci(v);
   return ci.lo >= threshold || ci.hi < threshold;
 }
 // Session s (0-based) of a comparison: the first under the comparison's own key (the tuner's
@@ -426,10 +430,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
         if (chosen[k] < 0 || ci.hi / ci.lo < narrowest) narrowest = ci.hi / ci.lo, chosen[k] = int(s);
       }
       if (chosen[k] >= 0) {
-        const json& v = sessions[k][size_t(chosen[k])];
-        const Interval ci = ratio_ci(v["a"]["median_ms"].get<double>() / v["b"]["median_ms"].get<double>(),
-                                     {timing_stats(v["a"]), timing_stats(v["b"])});
-        if (!informative(ci, o.improve_threshold)) chosen[k] = -1;
+        if (!informative(session_ci(sessions[k][size_t(chosen[k])]), o.improve_threshold)) chosen[k] = -1;
       }
     }
     if (chosen[k] >= 0) fate[k] = Fate::Ok;
@@ -471,8 +472,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
       json rr = timing_json(vr["a"]), r2 = timing_json(vr["b"]);
       double sp = search::round_ratio(vp["a"]["median_ms"].get<double>(), vp["b"]["median_ms"].get<double>());
       double sr = search::round_ratio(vr["a"]["median_ms"].get<double>(), vr["b"]["median_ms"].get<double>());
-      const Interval ci = ratio_ci(vp["a"]["median_ms"].get<double>() / vp["b"]["median_ms"].get<double>(),
-                                   {timing_stats(vp["a"]), timing_stats(vp["b"])});
+      const Interval ci = session_ci(vp);
       a["cost"] = {{"measured", true},
                    {"unit", "ms"},
                    {"root", rr["median_ms"]},

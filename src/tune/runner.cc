@@ -129,6 +129,18 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
     if (it == bound.end()) it = bound.emplace(i, progs[size_t(i)]->bind(*inputs[size_t(i)])).first;
     return *it->second;
   };
+  auto fail = [&](size_t k, const std::string& why) {
+    set_message(sh->slots[k], "run: " + why);
+    sh->slots[k].status = 2;
+  };
+  auto put = [&](size_t k, const backend::Comparison& c) {
+    Slot& s = sh->slots[k];
+    put_stats(s.a, c.a);
+    put_stats(s.b, c.b);
+    s.repeats_a = c.a.repeats;
+    s.repeats_b = c.b.repeats;
+    s.status = 1;
+  };
   for (size_t g = start; g < groups.size(); ++g) {
     sh->current.store(int32_t(g));
     std::vector<size_t> runnable;
@@ -141,26 +153,19 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
       set_message(sh->slots[k], "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
       sh->slots[k].status = 2;
     }
-    // Bound one by one, so a program that cannot be bound (its buffers exceed the child's
-    // address-space limit) fails its own pair only.
-    auto fail = [&](size_t k, const std::string& why) {
-      set_message(sh->slots[k], "run: " + why);
-      sh->slots[k].status = 2;
-    };
-    auto put = [&](size_t k, const backend::Comparison& c) {
-      Slot& s = sh->slots[k];
-      put_stats(s.a, c.a);
-      put_stats(s.b, c.b);
-      s.repeats_a = c.a.repeats;
-      s.repeats_b = c.b.repeats;
-      s.status = 1;
-    };
     if (runnable.empty()) continue;
     const int ia = pairs[runnable[0]].first;
+    backend::cpu::KernelBuffers* ba = nullptr;
+    try {
+      ba = &buffers(ia);
+    } catch (const std::exception& e) {
+      for (size_t k : runnable) fail(k, e.what());  // the reference's failure is every pair's
+      continue;
+    }
+    // The others bound one by one, so a program that cannot be bound fails its own pair only.
     std::vector<size_t> ready;
     std::vector<std::function<void()>> others;
     for (size_t k : runnable) try {
-        buffers(ia);  // the reference's failure is every pair's
         const auto* pb = progs[size_t(pairs[k].second)].get();
         auto* bb = &buffers(pairs[k].second);
         others.push_back([pb, bb] { pb->run(*bb); });
@@ -170,8 +175,7 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
       }
     if (ready.empty()) continue;
     const auto& pa = *progs[size_t(ia)];
-    auto& ba = buffers(ia);
-    auto run_a = [&] { pa.run(ba); };
+    auto run_a = [&] { pa.run(*ba); };
     try {
       auto cs = backend::compare_group(run_a, others, mo);
       for (size_t m = 0; m < ready.size(); ++m) put(ready[m], cs[m]);
