@@ -204,16 +204,18 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
   }
   // The roofline: the copy of the program's unavoidable bytes, a fact in the store like the
   // comparisons (so a rerun on the store reports the same).
-  const ProgramTraffic traffic = program_traffic(root);
-  const std::string copy_key = measurement_key(
-      {"copy", runner->identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
-  std::optional<nlohmann::json> copy = o.roofline ? store.get(copy_key) : std::nullopt;
-  if (!copy && o.roofline)
-    if (auto ms = runner->copy_ms(traffic.read_bytes, traffic.write_bytes)) {
-      store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
-      copy = store.get(copy_key);  // another run's entry wins
-    }
-  if (copy) r.roofline = Roofline{traffic, (*copy)["median_ms"].get<double>(), r.root_ms, r.best_ms, r.machine.threads};
+  if (o.roofline) {
+    const ProgramTraffic traffic = program_traffic(root);
+    const std::string copy_key = measurement_key(
+        {"copy", runner->identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
+    std::optional<nlohmann::json> copy = store.get(copy_key);
+    if (!copy)
+      if (auto ms = runner->copy_ms(traffic.read_bytes, traffic.write_bytes)) {
+        store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
+        copy = store.get(copy_key);  // another run's entry wins
+      }
+    if (copy) r.roofline = Roofline{traffic, (*copy)["median_ms"].get<double>(), r.root_ms, r.best_ms, r.machine.threads};
+  }
   r.cost_model = ranking_quality(std::vector<Features>(train_x.begin() + 1, train_x.end()),
                                  std::vector<double>(train_y.begin() + 1, train_y.end()));
   r.reused = comparer.reused;
