@@ -154,13 +154,13 @@ TEST(CpuBackend, BatchSplitOverParallelProcessesGivesSameResults) {
   EXPECT_EQ(one.stats().pch_builds, 0);
   EXPECT_EQ(three.stats().invocations, 3);
   EXPECT_EQ(three.stats().pch_builds, 1);
-  EXPECT_EQ(three.stats().compiled, 7);
+  EXPECT_EQ(three.stats().compiled, 14);  // two pieces (nests) per program
   int gch = 0;
   for (const auto& e : std::filesystem::directory_iterator(d3.path)) gch += e.path().extension() == ".gch";
   EXPECT_EQ(gch, 1);
   for (size_t i = 0; i < ps.size(); ++i) {
     ASSERT_TRUE(b1[i].program && b3[i].program) << b1[i].error << b3[i].error;
-    EXPECT_NE(b1[i].program->kernel().key, b3[i].program->kernel().key);
+    EXPECT_NE(b1[i].program->pieces().front().key, b3[i].program->pieces().front().key);
     auto in = interp::generate_inputs(ps[i], 11);
     auto want = interp::run_program(ps[i], in);
     EXPECT_EQ(compare_values(b1[i].program->run(in), want, kAtolF64, kRtolF64), "") << i;
@@ -172,8 +172,8 @@ TEST(CpuBackend, BatchSplitOverParallelProcessesGivesSameResults) {
   auto b = build_cpu_programs(more, {}, &again);
   for (size_t i = 0; i < more.size(); ++i) ASSERT_TRUE(b[i].program) << b[i].error;
   EXPECT_EQ(again.stats().pch_builds, 0);
-  EXPECT_EQ(again.stats().compiled, 2);
-  EXPECT_EQ(again.stats().invocations, 2);  // two missing kernels: two chunks of one
+  EXPECT_EQ(again.stats().compiled, 4);
+  EXPECT_EQ(again.stats().invocations, 3);  // four missing pieces: three chunks
 }
 
 TEST(CpuBackend, ErrorInOneChunkIsAttributedToItsKernel) {
@@ -214,7 +214,7 @@ TEST(CpuBackend, CacheDirRemovedWhileCompilerLives) {
 
 TEST(CpuBackend, ConcurrentCompilersShareOneCache) {
   // Two compilers (as two processes would) fill one cache with the same kernels at once: both
-  // get working kernels, and the cache ends with one object per kernel and one PCH.
+  // get working kernels, and the cache ends with one object per piece (two per program) and one PCH.
   TempDir dir("cpu-concurrent");
   CompilerOptions o{.cache_dir = dir.path, .jobs = 2};
   o.flags.push_back("-DSTEPTP_TEST_CONCURRENT=1");
@@ -233,7 +233,7 @@ TEST(CpuBackend, ConcurrentCompilersShareOneCache) {
     gch += e.path().extension() == ".gch";
     tmp += e.path().filename().string().rfind("tmp-", 0) == 0;
   }
-  EXPECT_EQ(so, 4);
+  EXPECT_EQ(so, 8);
   EXPECT_EQ(gch, 1);
   EXPECT_EQ(tmp, 0);
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -479,6 +479,48 @@ TEST(CpuBackend, IntermediatesLiveInAWorkspaceKeptBetweenCalls) {
   EXPECT_EQ(prog.outputs(*b).at("D").data, first.at("D").data);
   EXPECT_EQ(prog.outputs(*b2).at("D").data, first.at("D").data);
   EXPECT_EQ(prog.outputs(*b2).at("S").data, first.at("S").data);
+}
+
+// A program of four pieces: E (local, used by three pieces: a workspace slice), W (local to one
+// nest: on its stack), an accumulation into T across a piece boundary.
+std::string piecewise_program(int offset) {
+  return fmt::format(
+      "input A: f64[64]\noutput D: f64[64]\noutput S: f64[1]\n"
+      "B^{{64}}_{{tx=0}}[E^{{f64,l}}_{{tx}}=A^{{f64,g}}_{{tx}}*2;];"
+      "L^{{8}}_{{a=0}}[L^{{8}}_{{b=0}}[W^{{f64,l}}_{{b}}=E^{{f64,l}}_{{a*8+b}}*E^{{f64,l}}_{{a*8+b}};];"
+      "L^{{8}}_{{b=0}}[T^{{f64,g}}_{{0}}=T^{{f64,g}}_{{0}}+W^{{f64,l}}_{{b}};];];"
+      "B^{{64}}_{{tx=0}}[D^{{f64,g}}_{{tx}}=E^{{f64,l}}_{{tx}}+{};];L^{{1}}_{{a=0}}[S^{{f64,g}}_{{a}}=T^{{f64,g}}_{{a}};];",
+      offset);
+}
+
+TEST(CpuBackend, PiecesCompileOnceAndTheReadableKernelAgrees) {
+  TempDir dir("cpu-pieces");
+  KernelCompiler cc({.cache_dir = dir.path, .jobs = 1});
+  auto p1 = parse(piecewise_program(1)), p2 = parse(piecewise_program(2));
+  auto src = generate_cpu_kernel(p1);
+  ASSERT_EQ(src.pieces.size(), 4u);
+  EXPECT_NE(src.pieces[1].code.find("alignas(64) double t_W[8];  // local scope"), std::string::npos) << src.pieces[1].code;
+  EXPECT_EQ(src.code.find("double t_E["), std::string::npos) << "E is shared by pieces: a workspace slice";
+  auto b1 = build_cpu_programs({p1}, {}, &cc);
+  ASSERT_TRUE(b1[0].program) << b1[0].error;
+  EXPECT_EQ(cc.stats().compiled, 4);
+  // p2 differs from p1 in its third nest only: that piece is the one kernel compiled for it.
+  auto b2 = build_cpu_programs({p2}, {}, &cc);
+  ASSERT_TRUE(b2[0].program) << b2[0].error;
+  EXPECT_EQ(cc.stats().compiled, 5);
+  for (const auto& [p, built] : {std::pair{&p1, &b1}, std::pair{&p2, &b2}}) {
+    const CpuProgram& prog = *(*built)[0].program;
+    auto in = interp::generate_inputs(*p, 3);
+    const auto want = interp::run_program(*p, in);
+    const auto got = prog.run(in);
+    EXPECT_EQ(compare_values(got, want, kAtolF64, kRtolF64), "") << p->name;
+    // What `steptp lower` prints compiles as one kernel and computes the same bits.
+    auto whole = cc.compile_one(prog.source().code);
+    ASSERT_TRUE(whole.kernel) << whole.error;
+    auto b = prog.bind(in);
+    ASSERT_EQ(whole.kernel->fn(b->args()), 0);
+    EXPECT_EQ(compare_values(prog.outputs(*b), got, 0, 0), "");
+  }
 }
 
 TEST(CpuBackend, SandboxReportsCrashTimeoutAndMemory) {

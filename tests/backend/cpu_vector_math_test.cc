@@ -175,7 +175,7 @@ TEST_P(VectorMath, EdgeInputsMatchInterpreterInVAndPlainLoops) {
     // The kernel calls libmvec's vector variant (the point of the exercise), not only libm.
     if (!f.libmvec.empty()) {
       std::string fn = f.libmvec + (d == leir::DType::F32 ? "f" : "");
-      auto syms = vector_symbols(fmt::format("{}/{}.so", dir.path, built[i].program->kernel().key));
+      auto syms = vector_symbols(fmt::format("{}/{}.so", dir.path, built[i].program->pieces().front().key));
       EXPECT_TRUE(imports_vector(syms, fn)) << "no vector " << fn << " in\n" << built[i].program->source().code;
     }
 #endif
@@ -192,8 +192,8 @@ TEST(VectorMathCompiler, ScalarLoweringHasItsOwnCacheKeyAndNoVectorCalls) {
   auto p = function_program(kFunctions[0], leir::DType::F32, 1024, 'V');
   auto a = build_cpu_program(p, {}, &vec);
   auto b = build_cpu_program(p, {}, &scalar);
-  EXPECT_NE(a->kernel().key, b->kernel().key);  // a stale scalar kernel is never reused, nor the reverse
-  EXPECT_TRUE(vector_symbols(fmt::format("{}/{}.so", dir.path, b->kernel().key)).empty());
+  EXPECT_NE(a->pieces().front().key, b->pieces().front().key);  // a stale scalar kernel is never reused, nor the reverse
+  EXPECT_TRUE(vector_symbols(fmt::format("{}/{}.so", dir.path, b->pieces().front().key)).empty());
   auto in = sweep_inputs(leir::DType::F32, 1024);
   EXPECT_EQ(compare_strict(b->run(in).at("D"), a->run(in).at("D"), in.at("X"), in.at("Y"), leir::DType::F32), "");
 }

@@ -231,60 +231,129 @@ class Emitter : public CExprEmitter {
 
   CpuKernelSource run() {
     CpuKernelSource src;
-    out_ += fmt::format("// program: {}\n", p_.name);
-    out_ += fmt::format("extern \"C\" int {}(void* const* args) {{\n", kSymbolPlaceholder);
-    indent_ = 1;
-    int arg = 0;
+    std::map<std::string, int> param_of;
     for (const auto& d : p_.known) {
-      DType st = cpu_storage_dtype(d.dtype, o_.all_f64);
-      line(fmt::format("{0}* __restrict t_{1} = static_cast<{0}*>(args[{2}]);", cpu_ctype(st), d.name, arg++));
-      src.params.push_back({d.name, d.dtype, st, d.shape, d.numel(), d.role == leir::Role::Output});
+      param_of[d.name] = int(src.params.size());
+      src.params.push_back({d.name, d.dtype, cpu_storage_dtype(d.dtype, o_.all_f64), d.shape, d.numel(),
+                            d.role == leir::Role::Output});
     }
-    // Global intermediates and set flags: 64-byte-aligned slices of the kernel's workspace.
-    std::vector<std::string> slices;
-    int64_t workspace_bytes = 0;
-    auto slice = [&](const std::string& ctype, const std::string& var, int64_t bytes) {
-      slices.push_back(fmt::format("{0}* __restrict {1} = reinterpret_cast<{0}*>(ws_base + {2});", ctype, var,
-                                   workspace_bytes));
-      workspace_bytes += (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+    // The tensors each piece touches, and how many pieces touch each intermediate.
+    const size_t n = p_.body.size();
+    std::vector<std::set<std::string>> uses(n);
+    std::map<std::string, int> pieces_using;
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& site : plan_.init_before[i]) add_tensors(*site.stmt, uses[i]);
+      std::vector<const leir::Stmt*> stmts;
+      if (p_.body[i].is_stmt()) stmts.push_back(&p_.body[i].stmt);
+      else collect(p_.body[i].nest.body, stmts);
+      for (const auto* st : stmts) add_tensors(*st, uses[i]);
+      for (const auto& x : uses[i]) ++pieces_using[x];
+    }
+    // Intermediates: a small local/shared one that one piece uses lives on that piece's stack;
+    // any other is a 64-byte-aligned slice of the kernel's workspace, as are the per-element
+    // "set" flags of accumulations whose identity cannot be placed statically (zeroed per call).
+    std::map<std::string, int> buffer_of;  // C name -> index in src.buffers
+    auto slice = [&](const std::string& cname, int64_t bytes) {
+      buffer_of[cname] = int(src.buffers.size());
+      src.buffers.push_back({cname, -1, src.workspace_bytes});
+      src.workspace_bytes += (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
     };
     for (const auto& name : table_.order) {
       const auto& info = table_.at(name);
-      if (info.known) continue;
-      DType st = cpu_storage_dtype(info.dtype, o_.all_f64);
-      int64_t bytes = info.numel() * leir::byte_size(st);
-      if (info.scope != leir::Scope::Global && bytes <= o_.stack_limit_bytes) {
-        line(fmt::format("alignas(64) {} t_{}[{}];  // {} scope", cpu_ctype(st), name, std::max<int64_t>(info.numel(), 1),
-                         info.scope == leir::Scope::Shared ? "shared" : "local"));
-        stack_.insert(name);
-      } else {
-        slice(std::string(cpu_ctype(st)), "t_" + name, bytes);
+      if (info.known) {
+        buffer_of["t_" + name] = int(src.buffers.size());
+        src.buffers.push_back({"t_" + name, param_of.at(name), 0});
+        continue;
       }
+      const int64_t bytes = info.numel() * leir::byte_size(storage(name));
+      if (info.scope != leir::Scope::Global && bytes <= o_.stack_limit_bytes && pieces_using[name] <= 1)
+        stack_.insert(name);
+      else
+        slice("t_" + name, bytes);
     }
-    // Per-element "set" flags for accumulations whose identity cannot be placed statically.
-    for (const auto& name : plan_.tracked) slice("uint8_t", "m_" + name, table_.at(name).numel());
-    if (workspace_bytes > 0) {
-      line("static steptp_workspace ws;");
-      line("bool ws_own = false;");
-      line(fmt::format("char* ws_base = steptp_workspace_take(ws, {}, &ws_own);", workspace_bytes));
-      line("if (!ws_base) return 1;");
-      for (const auto& s : slices) line(s);
+    for (const auto& name : plan_.tracked) {
+      src.cleared.push_back({src.workspace_bytes, table_.at(name).numel()});
+      slice("m_" + name, table_.at(name).numel());
     }
-    for (const auto& name : plan_.tracked)
-      line(fmt::format("std::memset(m_{}, 0, {});", name, table_.at(name).numel()));
-
-    for (size_t i = 0; i < p_.body.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
+      CpuPiece piece;
+      std::vector<std::string> locals;
+      for (const auto& x : uses[i]) {
+        if (stack_.count(x)) {
+          locals.push_back(x);
+          continue;
+        }
+        piece.buffers.push_back(buffer_of.at("t_" + x));
+        if (plan_.tracked.count(x)) piece.buffers.push_back(buffer_of.at("m_" + x));
+      }
+      out_.clear();
+      out_ += fmt::format("extern \"C\" int {}(void* const* args) {{\n", kSymbolPlaceholder);
+      indent_ = 1;
+      for (size_t k = 0; k < piece.buffers.size(); ++k) {
+        const std::string& cname = src.buffers[size_t(piece.buffers[k])].name;
+        const std::string ct(cname[0] == 'm' ? "uint8_t" : cpu_ctype(storage(cname.substr(2))));
+        line(fmt::format("{0}* __restrict {1} = static_cast<{0}*>(args[{2}]);", ct, cname, k));
+      }
+      for (const auto& x : locals) {
+        const auto& info = table_.at(x);
+        line(fmt::format("alignas(64) {} t_{}[{}];  // {} scope", cpu_ctype(storage(x)), x,
+                         std::max<int64_t>(info.numel(), 1), info.scope == leir::Scope::Shared ? "shared" : "local"));
+      }
       for (const auto& site : plan_.init_before[i]) emit_init(site);
       emit_item(p_.body[i]);
+      line("return 0;");
+      out_ += "}\n";
+      piece.code = std::move(out_);
+      src.pieces.push_back(std::move(piece));
     }
-    if (workspace_bytes > 0) line("steptp_workspace_give(ws, ws_base, ws_own);");
-    line("return 0;");
-    out_ += "}\n";
-    src.code = std::move(out_);
+    src.code = readable(src);
     return src;
   }
 
  private:
+  // Every tensor a statement reads or writes (subscripts included).
+  static void add_tensors(const leir::Stmt& s, std::set<std::string>& out) {
+    auto add = [&](const Expr& e) {
+      if (e.is_access()) out.insert(e.tensor);
+    };
+    leir::for_each_expr(s.lhs, add);
+    leir::for_each_expr(s.rhs, add);
+  }
+
+  // The whole kernel as one translation unit, for reading (`steptp lower`): the pieces as static
+  // functions and a driver that does what CpuProgram::run does around them.
+  std::string readable(const CpuKernelSource& src) const {
+    std::string out = fmt::format("// program: {}\n", p_.name);
+    const std::string header = fmt::format("extern \"C\" int {}(", kSymbolPlaceholder);
+    for (size_t i = 0; i < src.pieces.size(); ++i) {
+      std::string code = src.pieces[i].code;
+      code.replace(0, header.size(), fmt::format("static int steptp_piece_{}(", i));
+      out += code;
+    }
+    out += header + "void* const* args) {\n";
+    const bool ws = src.workspace_bytes > 0;
+    if (ws) {
+      out += "  static steptp_workspace ws;\n  bool ws_own = false;\n";
+      out += fmt::format("  char* ws_base = steptp_workspace_take(ws, {}, &ws_own);\n", src.workspace_bytes);
+      out += "  if (!ws_base) return 1;\n";
+    }
+    for (const auto& [offset, bytes] : src.cleared) out += fmt::format("  std::memset(ws_base + {}, 0, {});\n", offset, bytes);
+    for (size_t i = 0; i < src.pieces.size(); ++i) {
+      std::string a;
+      for (int b : src.pieces[i].buffers) {
+        const CpuBuffer& buf = src.buffers[size_t(b)];
+        a += a.empty() ? "" : ", ";
+        a += buf.param >= 0 ? fmt::format("args[{}] /* {} */", buf.param, buf.name)
+                            : fmt::format("ws_base + {} /* {} */", buf.offset, buf.name);
+      }
+      out += a.empty() ? fmt::format("  steptp_piece_{}(nullptr);\n", i)
+                       : fmt::format("  {{ void* const a[] = {{{}}}; steptp_piece_{}(a); }}\n", a, i);
+    }
+    if (ws) out += "  steptp_workspace_give(ws, ws_base, ws_own);\n";
+    out += "  return 0;\n}\n";
+    return out;
+  }
+
   void line(const std::string& s) {
     out_.append(static_cast<size_t>(indent_) * 2, ' ');
     out_ += s;

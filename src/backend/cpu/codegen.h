@@ -1,9 +1,17 @@
 // LEIR -> C++ (OpenMP) source for the CPU backend (LEIR.md §3, §6 "CPU").
 //
-// One program becomes one `extern "C" int SYMBOL(void* const* args)` function; args are the known
-// tensors in declaration order, each a dense row-major buffer of its storage type (see
-// cpu_storage_dtype). Intermediates live inside the function (stack for small `l`/`s` buffers,
-// heap otherwise). The function returns 0, or 1 when an intermediate could not be allocated.
+// One program becomes one *piece* per top-level item of its body (a nest or a statement, with the
+// accumulation identities placed before it): an `extern "C" int SYMBOL(void* const* args)`
+// function over the buffers that item touches, compiled and cached on its own. Candidates of one
+// root differ in a nest or two, so a candidate compiles only the pieces it changed and finds the
+// rest in the kernel cache (a 30-nest attention program compiled whole cost ~0.7 s per candidate
+// at -O3, most of a tuning run's time). CpuProgram::run is the driver: it takes the workspace,
+// zeroes the set flags and calls the pieces in order. `code` spells the same driver out as one
+// function (`extern "C" int SYMBOL(void* const* args)`, args = the known tensors in declaration
+// order, each a dense row-major buffer of its storage type, see cpu_storage_dtype; returns 0, or
+// 1 when the workspace could not be allocated) after the pieces: what `steptp lower` prints.
+// Intermediates: a small `l`/`s` buffer used by one piece lives on its stack, every other one in
+// the workspace.
 //
 // Schedule mapping: the outermost run of consecutive P/B loops of a nest (not already inside a
 // parallel region) becomes `#pragma omp parallel for collapse(n)`; accumulations whose target
@@ -46,9 +54,25 @@ struct KernelParam {
 // The kernel's function name inside `code`; the compiler replaces it by a content-hash symbol.
 inline constexpr std::string_view kSymbolPlaceholder = "STEPTP_KERNEL_SYMBOL";
 
+// A buffer a piece takes: a known tensor (args[param]) or a slice of the workspace.
+struct CpuBuffer {
+  std::string name;    // its C name: t_<tensor>, or m_<tensor> for a tensor's set flags
+  int param = -1;      // index of the known tensor, or -1
+  int64_t offset = 0;  // workspace offset (64-byte aligned) when param < 0
+};
+
+struct CpuPiece {
+  std::string code;          // one function definition (kSymbolPlaceholder); needs cpu_prelude()
+  std::vector<int> buffers;  // its args, as indices into CpuKernelSource::buffers
+};
+
 struct CpuKernelSource {
-  std::string code;                 // one function definition; needs cpu_prelude() before it
+  std::string code;                 // the whole kernel for reading; needs cpu_prelude() before it
   std::vector<KernelParam> params;  // known tensors in declaration order
+  std::vector<CpuPiece> pieces;     // what runs, in order
+  std::vector<CpuBuffer> buffers;
+  int64_t workspace_bytes = 0;
+  std::vector<std::pair<int64_t, int64_t>> cleared;  // (offset, bytes) zeroed before the pieces run
 };
 
 // Throws leir::LeirError for an invalid program or a construct the backend cannot lower.

@@ -185,8 +185,39 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
   return b;
 }
 
+int CpuProgram::call(void* const* args) const {
+  char* base = nullptr;
+  bool own = false;  // a concurrent call holds the kept workspace: this one allocates its own
+  const size_t bytes = static_cast<size_t>(source_.workspace_bytes);
+  if (bytes > 0) {
+    own = workspace_->busy.exchange(true, std::memory_order_acquire);
+    if (own) {
+      base = static_cast<char*>(std::aligned_alloc(64, bytes));
+    } else {
+      // Allocated at the first call (the size never changes), kept until the program goes.
+      if (!workspace_->data) workspace_->data = std::aligned_alloc(64, bytes);
+      base = static_cast<char*>(workspace_->data);
+      if (!base) workspace_->busy.store(false, std::memory_order_release);
+    }
+    if (!base) return 1;
+  }
+  for (const auto& [offset, n] : source_.cleared) std::memset(base + offset, 0, static_cast<size_t>(n));
+  std::vector<void*> buffers;
+  buffers.reserve(source_.buffers.size());
+  for (const auto& b : source_.buffers) buffers.push_back(b.param >= 0 ? args[b.param] : base + b.offset);
+  std::vector<void*> piece_args;
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    piece_args.clear();
+    for (int b : source_.pieces[i].buffers) piece_args.push_back(buffers[size_t(b)]);
+    pieces_[i].fn(piece_args.data());
+  }
+  if (own) std::free(base);
+  else if (bytes > 0) workspace_->busy.store(false, std::memory_order_release);
+  return 0;
+}
+
 void CpuProgram::run(KernelBuffers& b) const {
-  if (kernel_.fn(b.args()) != 0)
+  if (call(b.args()) != 0)
     throw std::runtime_error(fmt::format("{}: out of memory allocating intermediates", program_.name));
 }
 
@@ -211,11 +242,11 @@ leir::TensorMap CpuProgram::run(const leir::TensorMap& inputs) const {
 }
 
 struct CpuBuilder {
-  static std::shared_ptr<CpuProgram> make(const leir::Program& p, CpuKernelSource src, LoadedKernel k) {
+  static std::shared_ptr<CpuProgram> make(const leir::Program& p, CpuKernelSource src, std::vector<LoadedKernel> k) {
     auto cp = std::make_shared<CpuProgram>();
     cp->program_ = p;
     cp->source_ = std::move(src);
-    cp->kernel_ = std::move(k);
+    cp->pieces_ = std::move(k);
     return cp;
   }
 };
@@ -225,25 +256,31 @@ std::vector<CpuBuildResult> build_cpu_programs(const std::vector<leir::Program>&
   KernelCompiler& cc = compiler ? *compiler : default_compiler();
   std::vector<CpuBuildResult> results(programs.size());
   std::vector<CpuKernelSource> sources(programs.size());
+  // Every piece of every program in one batch (the compiler compiles a piece shared by several
+  // programs once, and finds the pieces of earlier builds in its cache).
   std::vector<std::string> codes;
-  std::vector<size_t> which;
+  std::vector<size_t> first_piece(programs.size(), 0);
   for (size_t i = 0; i < programs.size(); ++i) {
+    first_piece[i] = codes.size();
     try {
       sources[i] = generate_cpu_kernel(programs[i], o);
-      codes.push_back(sources[i].code);
-      which.push_back(i);
+      for (const auto& piece : sources[i].pieces) codes.push_back(piece.code);
     } catch (const std::exception& e) {
       results[i].error = e.what();
     }
   }
   auto compiled = cc.compile(codes);
-  for (size_t j = 0; j < which.size(); ++j) {
-    size_t i = which[j];
-    if (!compiled[j].kernel) {
-      results[i].error = "compiler error:\n" + compiled[j].error;
-      continue;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    if (!results[i].error.empty()) continue;
+    std::vector<LoadedKernel> pieces;
+    for (size_t j = first_piece[i]; j < first_piece[i] + sources[i].pieces.size(); ++j) {
+      if (!compiled[j].kernel) {
+        results[i].error = "compiler error:\n" + compiled[j].error;
+        break;
+      }
+      pieces.push_back(*compiled[j].kernel);
     }
-    results[i].program = CpuBuilder::make(programs[i], std::move(sources[i]), *compiled[j].kernel);
+    if (results[i].error.empty()) results[i].program = CpuBuilder::make(programs[i], std::move(sources[i]), std::move(pieces));
   }
   return results;
 }

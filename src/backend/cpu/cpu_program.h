@@ -1,6 +1,8 @@
 // A LEIR program compiled for the CPU: bind inputs, run (in process or sandboxed), read outputs.
 #pragma once
 
+#include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +43,7 @@ class CpuProgram {
  public:
   const leir::Program& program() const { return program_; }
   const CpuKernelSource& source() const { return source_; }
-  const LoadedKernel& kernel() const { return kernel_; }
+  const std::vector<LoadedKernel>& pieces() const { return pieces_; }  // one per source().pieces
 
   // Buffers filled from `inputs` (inputs and params required; constants from the signature
   // unless given); float outputs start as NaN so elements the program never sets read as NaN,
@@ -50,15 +52,30 @@ class CpuProgram {
   std::unique_ptr<KernelBuffers> bind(const leir::TensorMap& inputs) const;
   // Runs the kernel in this process on bound buffers (throws std::runtime_error on failure).
   void run(KernelBuffers& b) const;
+  // The driver on the known tensors' buffers (KernelBuffers::args order): takes the workspace,
+  // zeroes the set flags, calls the pieces in order. 0, or 1 when the workspace could not be
+  // allocated. Safe to call from several threads at once (a second caller allocates its own
+  // workspace, as the generated driver's steptp_workspace does).
+  int call(void* const* args) const;
   leir::TensorMap outputs(const KernelBuffers& b) const;
   // bind + run + outputs.
   leir::TensorMap run(const leir::TensorMap& inputs) const;
 
  private:
   friend struct CpuBuilder;
+  // The intermediates kept between calls (as TVM's workspace pool or a framework's caching
+  // allocator keeps them): a kernel inside a model does not page its temporaries in afresh on
+  // every call, so a timed kernel must not either (a 10 MB intermediate allocated per call ran
+  // mul_add 4x slow).
+  struct Workspace {
+    std::atomic<bool> busy{false};
+    void* data = nullptr;
+    ~Workspace() { std::free(data); }
+  };
   leir::Program program_;
   CpuKernelSource source_;
-  LoadedKernel kernel_;
+  std::vector<LoadedKernel> pieces_;  // one per source_.pieces
+  std::unique_ptr<Workspace> workspace_ = std::make_unique<Workspace>();
 };
 
 struct CpuBuildResult {

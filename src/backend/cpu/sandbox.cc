@@ -108,13 +108,16 @@ ChildExit wait_child(pid_t pid, const std::function<bool()>& expired) {
 SandboxResult run_sandboxed(const CpuProgram& prog, const leir::TensorMap& inputs, const SandboxLimits& limits) {
   SandboxResult r;
   auto buffers = prog.bind(inputs);
-  const KernelFn fn = prog.kernel().fn;
   void* const* args = buffers->args();
   const int threads = limits.threads;
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = fork_limited(limits.memory_limit_bytes, [&] {
     if (threads > 0) omp_set_num_threads(threads);
-    int rc = fn(args);
+    int rc = 1;
+    try {
+      rc = prog.call(args);
+    } catch (...) {  // the driver's bookkeeping could not allocate
+    }
     _exit(rc == 0 ? 0 : kExitOom);
   });
   if (pid < 0) {
