@@ -250,7 +250,7 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   EXPECT_EQ(m["options"]["trajectories"], "tune");
   auto stats = json::parse(slurp(dir / "a" / "stats.json"));
   EXPECT_TRUE(stats["improving_share"].contains("enabling"));
-  EXPECT_TRUE(stats["measurement"].contains("trimmed_path_steps"));
+  EXPECT_TRUE(stats["measurement"].contains("path_steps_after_best"));
 
   auto o2 = tuned_options(dir / "b", dir / "store.sqlite");
   o2.tune_runner = &quiet;
