@@ -256,7 +256,38 @@ def fig_best(stats, steps):
     return "Best-found speedup per root", cap, fig
 
 
-FIGURES = [fig_coverage, fig_labels, fig_speedups, fig_depth, fig_tokens, fig_best]
+def cv_bucket(b):
+    """A cv_histogram bucket's name: "[0.01, 0.02)", "[0.2, inf)"."""
+    return f"[{b['from']:g}, {'inf' if b['to'] is None else format(b['to'], 'g')})"
+
+
+def fig_cv(stats, steps):
+    ls = stats.get("label_statistics") or {}
+    hist = ls.get("cv_histogram")
+    if not hist or not ls.get("measured"):
+        return None
+    counts = [b["comparisons"] for b in hist]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    # The quiet limit (measurement.h kQuietCv): a session above it is timed again.
+    colors = [IMPROVING if b["to"] is not None and b["to"] <= 0.05 else NON_IMPROVING for b in hist]
+    bars = ax.bar(range(len(hist)), counts, color=colors)
+    for bar, n in zip(bars, counts):
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), str(n), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(hist)), [cv_bucket(b) for b in hist])
+    ax.set_xlabel("CV of the comparison with the parent (the larger of its two timings)")
+    ax.set_ylabel("measured answers")
+    ax.set_ylim(0, max(counts) * 1.2 or 1)
+    quiet = sum(n for n, c in zip(counts, colors) if c == IMPROVING)
+    cap = (f"Measurement noise: the coefficient of variation (standard deviation / mean) of each measured "
+           f"answer's comparison with its parent, the larger of the parent's and the result's, counted in "
+           f"buckets (stats.json label_statistics.cv_histogram; {ls['measured']} comparisons). Green "
+           f"buckets lie within the quiet limit 0.05 ({quiet} comparisons); a noisier session was timed "
+           f"again unless its interval already decided the label, and every label rests on the "
+           f"confidence interval of the speedup. {cost_words(stats)}")
+    return "Comparison CV", cap, fig
+
+
+FIGURES = [fig_coverage, fig_labels, fig_speedups, fig_depth, fig_tokens, fig_best, fig_cv]
 
 CSS = """body{font-family:sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#222}
 figure{margin:1.5rem 0;border-top:1px solid #ddd;padding-top:.5rem}
@@ -302,6 +333,8 @@ def tables(stats):
                 ["measured answers", ls["measured"]],
                 ["CV of the comparison with the parent (p25 / median / p75)", q3(ls["comparison_cv"])],
                 ["CV above 0.05 / 0.1", f"{ls['cv_above']['0.05']} / {ls['cv_above']['0.1']}"],
+                ["CV histogram (comparisons per bucket)",
+                 ", ".join(f"{cv_bucket(b)} {b['comparisons']}" for b in ls.get("cv_histogram", [])) or "-"],
                 ["repeats per side (p25 / median / p75)", q3(ls["repeats"])],
                 ["answers with a confidence interval", ls["with_ci"]],
                 ["interval low bound", q3(ls["ci_low"])],
@@ -329,11 +362,15 @@ def tables(stats):
 
 def page(d, stats, steps):
     figs, notes = [], []
+    skipped = {fig_tokens: "LEIR vs lowered-code tokens: not drawn, stats.json has no token_comparison "
+                           "(the dataset was generated with --token-sample 0).",
+               fig_cv: "Comparison CV: not drawn, stats.json has no measured comparison "
+                       "(label_statistics.cv_histogram; the dataset's speedups are not measured or it predates "
+                       "the histogram)."}
     for f in FIGURES:
         out = f(stats, steps)
         if out is None:
-            notes.append("LEIR vs lowered-code tokens: not drawn, stats.json has no token_comparison "
-                         "(the dataset was generated with --token-sample 0).")
+            notes.append(skipped[f])
             continue
         figs.append(out)
     share = stats["improving_share"]
@@ -346,6 +383,10 @@ def page(d, stats, steps):
     q = stats.get("speedup_vs_parent") or {}
     if "median" in q:
         rows.append(("median speedup over parent", f"{q['median']:.4g}"))
+    m = stats.get("measurement") or {}
+    if "path_steps_after_best" in m:
+        rows.append(("tuned path steps after the best state", f"{m['path_steps_after_best']} single-answer records, "
+                                                              "kept as steps off the path"))
     b = stats.get("best_found_speedup") or {}
     if b.get("median") is not None:
         rows.append(("median best-found speedup per root", f"{b['median']:.4g} over {b.get('roots', '?')} roots"))

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace steptp::dataset {
 
@@ -43,11 +44,21 @@ void LabelStats::add(const json& r) {
 }
 
 json LabelStats::to_json() const {
+  json histogram = json::array();
+  const size_t buckets = std::size(kCvBucketEdges);
+  for (size_t b = 0; b < buckets; ++b) {
+    const double from = kCvBucketEdges[b];
+    const bool last = b + 1 == buckets;
+    const auto n = std::count_if(cv_.begin(), cv_.end(),
+                                 [&](double cv) { return cv >= from && (last || cv < kCvBucketEdges[b + 1]); });
+    histogram.push_back({{"from", from}, {"to", last ? json(nullptr) : json(kCvBucketEdges[b + 1])}, {"comparisons", n}});
+  }
   return {{"answers", answers_},
           {"labels", labels_},
           {"measured", measured_},
           {"comparison_cv", quantiles(cv_)},
           {"cv_above", {{"0.05", cv_above_005_}, {"0.1", cv_above_01_}}},
+          {"cv_histogram", histogram},
           {"repeats", quantiles(repeats_)},
           {"with_ci", with_ci_},
           {"ci_low", quantiles(ci_low_)},

@@ -17,13 +17,20 @@ namespace steptp::dataset {
 // sorted values, so the median is the lower median); {} for none.
 nlohmann::json quantiles(std::vector<double> v);
 
+// Lower edges of the CV histogram's buckets: [0, 0.01), [0.01, 0.02), [0.02, 0.05), [0.05, 0.1),
+// [0.1, 0.2), [0.2, inf) — finer below the quiet limit 0.05 (measurement.h, kQuietCv), where most
+// comparisons of a quiet machine fall, and one bucket for the preempted runs above 0.2.
+inline constexpr double kCvBucketEdges[] = {0, 0.01, 0.02, 0.05, 0.1, 0.2};
+
 class LabelStats {
  public:
   // One record as steps.jsonl holds it (answers[].label/cost).
   void add(const nlohmann::json& record);
   // Over every answer: {"answers", "labels": {label: n}, "measured", "comparison_cv": quantiles
   // of the larger CV of the two timings of each measured comparison against the parent,
-  // "cv_above": {"0.05", "0.1"}, "repeats": quantiles of the smaller repeat count of the two,
+  // "cv_above": {"0.05", "0.1"}, "cv_histogram": [{"from", "to", "comparisons"}] those CVs counted
+  // in the half-open buckets of kCvBucketEdges (the last "to" is null: unbounded; the counts sum
+  // to "measured"), "repeats": quantiles of the smaller repeat count of the two,
   // "with_ci" (answers with cost.speedup_ci), "ci_low", "ci_high": quantiles of its bounds,
   // "ci_contains_1", "noise_verdicts": {cost.noise_verdict: n}}.
   nlohmann::json to_json() const;

@@ -1,8 +1,11 @@
 // The label and eval-coverage fields of stats.json (dataset/label_stats.h) on hand-made records:
 // the CV of a comparison is the larger of its two sides, the repeats the smaller, confidence
-// bounds and verdicts are counted only where the records carry them, and a family is held out
-// by roots or whole.
+// bounds and verdicts are counted only where the records carry them, the CV histogram counts each
+// measured comparison in one bucket, and a family is held out by roots or whole.
 #include <gtest/gtest.h>
+
+#include <iterator>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +52,36 @@ TEST(LabelStats, CvRepeatsAndConfidenceBounds) {
   EXPECT_EQ(j["ci_contains_1"], 1);
   EXPECT_EQ(j["ci_low"]["min"], 0.9);
   EXPECT_EQ(j["noise_verdicts"], (json{{"faster", 1}, {"within_noise", 1}}));
+}
+
+TEST(LabelStats, CvHistogramCountsEveryMeasuredComparisonOnce) {
+  LabelStats s;
+  // The larger CV of each comparison: on the buckets' edges (a lower edge belongs to its bucket)
+  // and inside them; the modelled answer has no CV and no bucket.
+  const std::vector<double> cvs = {0.0, 0.0099, 0.01, 0.015, 0.05, 0.07, 0.0999, 0.1999, 0.2, 3.0};
+  json answers = json::array();
+  for (double cv : cvs) answers.push_back({{"label", "non_improving"}, {"cost", timed(cv / 2, cv, 5, 5)}});
+  answers.push_back({{"label", "non_improving"}, {"cost", {{"measured", false}, {"speedup_vs_parent", 0.5}}}});
+  s.add(record("train", "conv", "w/a", answers));
+  const json j = s.to_json();
+  const json& h = j["cv_histogram"];
+  ASSERT_EQ(h.size(), std::size(kCvBucketEdges));
+  std::vector<double> from;
+  std::vector<int> counts;
+  int sum = 0;
+  for (const auto& b : h) {
+    from.push_back(b["from"]);
+    counts.push_back(b["comparisons"]);
+    sum += b["comparisons"].get<int>();
+  }
+  EXPECT_EQ(from, (std::vector<double>{0, 0.01, 0.02, 0.05, 0.1, 0.2}));
+  for (size_t b = 0; b + 1 < h.size(); ++b) EXPECT_EQ(h[b]["to"], h[b + 1]["from"]);
+  EXPECT_TRUE(h.back()["to"].is_null());
+  EXPECT_EQ(counts, (std::vector<int>{2, 2, 0, 3, 1, 2}));
+  // Every measured comparison once: the buckets sum to the count the quantiles are over.
+  EXPECT_EQ(sum, j["measured"].get<int>());
+  EXPECT_EQ(sum, j["comparison_cv"]["count"].get<int>());
+  EXPECT_EQ(sum, int(cvs.size()));
 }
 
 TEST(EvalCoverage, FamiliesHeldOutByRootsOrWhole) {

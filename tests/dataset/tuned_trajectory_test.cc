@@ -250,7 +250,15 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   EXPECT_EQ(m["options"]["trajectories"], "tune");
   auto stats = json::parse(slurp(dir / "a" / "stats.json"));
   EXPECT_TRUE(stats["improving_share"].contains("enabling"));
-  EXPECT_TRUE(stats["measurement"].contains("trimmed_path_steps"));
+  EXPECT_TRUE(stats["measurement"].contains("path_steps_after_best"));
+  // The CV histogram counts each measured answer's comparison with its parent once.
+  int measured = 0, in_buckets = 0;
+  for (const auto& r : steps)
+    for (const auto& a : r["answers"]) measured += a["cost"]["measured"].get<bool>();
+  for (const auto& b : stats["label_statistics"]["cv_histogram"]) in_buckets += b["comparisons"].get<int>();
+  EXPECT_GT(measured, 0);
+  EXPECT_EQ(stats["label_statistics"]["measured"], measured);
+  EXPECT_EQ(in_buckets, measured);
 
   auto o2 = tuned_options(dir / "b", dir / "store.sqlite");
   o2.tune_runner = &quiet;

@@ -101,6 +101,48 @@ class Report(unittest.TestCase):
         ls = stats["label_statistics"]
         self.assertIn(f"<tr><td>answers with a confidence interval</td><td>{ls['with_ci']}</td></tr>", h)
         self.assertIn(f"<tr><td>measured answers</td><td>{ls['measured']}</td></tr>", h)
+        # The CV histogram: every measured comparison in one bucket (none here: --cost model), so
+        # the page notes the figure it cannot draw.
+        self.assertEqual(sum(b["comparisons"] for b in ls["cv_histogram"]), ls["measured"])
+        self.assertEqual(len(ls["cv_histogram"]), 6)
+        self.assertIn("<tr><td>CV histogram (comparisons per bucket)</td><td>[0, 0.01) 0, ", h)
+        self.assertIn("Comparison CV: not drawn", h)
+
+    def test_cv_histogram_of_measured_comparisons(self):
+        # A measured dataset takes minutes to generate: this one's stats.json with the histogram of
+        # 17 measured comparisons, as a measured run writes it (dataset/label_stats.h).
+        with open(os.path.join(self.ds, "stats.json")) as f:
+            stats = json.load(f)
+        counts = [5, 4, 3, 2, 2, 1]
+        edges = [0, 0.01, 0.02, 0.05, 0.1, 0.2, None]
+        stats["label_statistics"]["measured"] = sum(counts)
+        stats["label_statistics"]["cv_histogram"] = [
+            {"from": edges[k], "to": edges[k + 1], "comparisons": n} for k, n in enumerate(counts)]
+        d = self.copy_dataset("measured_cv", stats=json.dumps(stats))
+        r = run("report", d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(d, "report.html"), encoding="utf-8") as f:
+            h = f.read()
+        self.assertIn("<tr><td>CV histogram (comparisons per bucket)</td><td>[0, 0.01) 5, [0.01, 0.02) 4, "
+                      "[0.02, 0.05) 3, [0.05, 0.1) 2, [0.1, 0.2) 2, [0.2, inf) 1</td></tr>", h)
+        self.assertNotIn("Comparison CV: not drawn", h)
+        m = re.search(r'<figure id="figure-(\d+)" class="report-figure"><h2>Figure \d+\. Comparison CV</h2>(.*?)</figure>',
+                      h, re.S)
+        self.assertIsNotNone(m, "no Comparison CV figure")
+        self.assertEqual(h.count("<svg"), len(EXPECTED) + 1)
+        fig = m.group(2)
+        texts = re.findall(r"<text[^>]*>([^<]*)</text>", fig)
+        for b in ("[0, 0.01)", "[0.2, inf)"):
+            self.assertIn(b, texts)
+        # Each bar carries its count, as stats.json states it.
+        for n in set(counts):
+            self.assertIn(str(n), texts)
+        self.assertIn("17 comparisons", fig)
+        self.assertIn("(12 comparisons)", fig)  # within the quiet limit: 5 + 4 + 3
+        # A histogram that is not a list of buckets is a named error.
+        stats["label_statistics"]["cv_histogram"] = [{"from": 0, "to": 0.01}]
+        self.bad(self.copy_dataset("bad_cv", stats=json.dumps(stats)),
+                 "missing field label_statistics.cv_histogram[0].comparisons")
 
     def test_every_figure_renders_in_chromium(self):
         self.assertEqual(self.rep.returncode, 0, self.rep.stderr)
@@ -136,6 +178,18 @@ class Report(unittest.TestCase):
         with open(other, encoding="utf-8") as f:
             self.assertEqual(f.read(), self.page_text())
 
+    def copy_dataset(self, name, stats=None, steps=None):
+        """A copy of the dataset's stats.json and steps.jsonl, either replaced by the text given."""
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        for f, text in (("stats.json", stats), ("steps.jsonl", steps)):
+            if text is None:
+                shutil.copy(os.path.join(self.ds, f), d)
+            else:
+                with open(os.path.join(d, f), "w") as out:
+                    out.write(text)
+        return d
+
     def bad(self, d, *expect):
         r = run("report", d)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
@@ -155,29 +209,18 @@ class Report(unittest.TestCase):
         shutil.copy(os.path.join(self.ds, "stats.json"), only_stats)
         self.bad(only_stats, os.path.join(only_stats, "steps.jsonl"), "missing")
 
-        def copy_with(name, stats=None, steps=None):
-            d = os.path.join(self.tmp, name)
-            os.makedirs(d)
-            for f, text in (("stats.json", stats), ("steps.jsonl", steps)):
-                if text is None:
-                    shutil.copy(os.path.join(self.ds, f), d)
-                else:
-                    with open(os.path.join(d, f), "w") as out:
-                        out.write(text)
-            return d
-
         with open(os.path.join(self.ds, "steps.jsonl")) as f:
             lines = f.read().splitlines(keepends=True)
-        self.bad(copy_with("bad_stats", stats='{"records": 3,'), "stats.json: malformed JSON")
-        self.bad(copy_with("stats_field", stats='{"records": 3, "per_strategy": {}}'),
+        self.bad(self.copy_dataset("bad_stats", stats='{"records": 3,'), "stats.json: malformed JSON")
+        self.bad(self.copy_dataset("stats_field", stats='{"records": 3, "per_strategy": {}}'),
                  "stats.json: missing field speedup_measured")
-        self.bad(copy_with("bad_line", steps=lines[0] + "{not json\n" + "".join(lines[2:])),
+        self.bad(self.copy_dataset("bad_line", steps=lines[0] + "{not json\n" + "".join(lines[2:])),
                  "steps.jsonl:2: malformed JSON")
         rec = json.loads(lines[0])
         del rec["answers"][0]["cost"]["speedup_vs_parent"]
-        self.bad(copy_with("bad_field", steps=json.dumps(rec) + "\n" + "".join(lines[1:])),
+        self.bad(self.copy_dataset("bad_field", steps=json.dumps(rec) + "\n" + "".join(lines[1:])),
                  "steps.jsonl:1: missing field answers[0].cost.speedup_vs_parent")
-        self.bad(copy_with("short", steps=lines[0]), "steps.jsonl: 1 records", f"counts {len(lines)}")
+        self.bad(self.copy_dataset("short", steps=lines[0]), "steps.jsonl: 1 records", f"counts {len(lines)}")
 
     def test_missing_matplotlib_says_what_to_install(self):
         # Debian's dist-packages come from the site module: without it, matplotlib is not found.
