@@ -384,9 +384,9 @@ def page(d, stats, steps):
     if "median" in q:
         rows.append(("median speedup over parent", f"{q['median']:.4g}"))
     m = stats.get("measurement") or {}
-    if "path_steps_after_best" in m:
-        rows.append(("tuned path steps after the best state", f"{m['path_steps_after_best']} single-answer records, "
-                                                              "kept as steps off the path"))
+    if "trimmed_path_steps" in m:
+        rows.append(("tuned path steps after the best state", f"{m['trimmed_path_steps']} single-answer records, "
+                                                              "dropped (paths end at their best state)"))
     b = stats.get("best_found_speedup") or {}
     if b.get("median") is not None:
         rows.append(("median best-found speedup per root", f"{b['median']:.4g} over {b.get('roots', '?')} roots"))

@@ -202,9 +202,7 @@ std::string noise_verdict(const Interval& ci) {
 // Why (measurement.h has what): steps after the best state made the program slower again, and
 // a path that never gets confirmed faster than its root teaches no way forward; a step missing from the
 // path (its comparison failed or stayed noisy) leaves the later states without a measured chain.
-// Their records stay: each is a measured step from a measured state, labelled by its own
-// comparison with its parent like any step off the path.
-int trim_path_tail(json& records, double threshold) {
+int trim_path_tail(json& records, std::vector<size_t>& src, double threshold) {
   std::map<int, const json*> cost;  // path step -> its answer's measured cost
   for (const auto& r : records)
     for (const auto& a : r["answers"])
@@ -223,19 +221,30 @@ int trim_path_tail(json& records, double threshold) {
     if (search::round_ratio(ratio_ci(best, {timing_stats(t["root"]), timing_stats(t["result"])}).lo, 1) < threshold)
       end = 0;
   }
-  int off_path = 0;
-  for (auto& r : records)
+  json kept = json::array();
+  std::vector<size_t> kept_src;
+  int dropped = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    json& r = records[i];
+    auto beyond = [&](const json& a) { return a.contains("path") && a["path"]["step"].get<int>() > end; };
+    if (r["kind"] == "single" && beyond(r["answers"][0])) {
+      ++dropped;
+      continue;
+    }
     for (auto& a : r["answers"]) {
-      if (!a.contains("path")) continue;
-      if (a["path"]["step"].get<int>() > end) {
+      if (beyond(a)) {
         a.erase("path");
-        off_path += r["kind"] == "single";
-      } else {
+      } else if (a.contains("path")) {
         a["path"]["of"] = end;
         a["path"]["speedup_vs_root"] = best;
       }
     }
-  return off_path;
+    kept.push_back(std::move(r));
+    kept_src.push_back(src[i]);
+  }
+  records = std::move(kept);
+  src = std::move(kept_src);
+  return dropped;
 }
 
 namespace {
@@ -506,7 +515,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     out.push_back(std::move(r));
     out_src.push_back(ri);
   }
-  st.path_steps_after_best = trim_path_tail(out, o.improve_threshold);
+  st.trimmed_path_steps = trim_path_tail(out, out_src, o.improve_threshold);
   if (kept)
     for (size_t ri : out_src) (*kept)[ri] = 1;
   label_enabling_steps(out, o.improve_threshold);
@@ -537,7 +546,7 @@ json MeasureSummary::to_json() const {
           {"dropped_records", dropped_records},
           {"noisy_records", noisy_records},
           {"dropped_answers", dropped_answers},
-          {"path_steps_after_best", path_steps_after_best}};
+          {"trimmed_path_steps", trimmed_path_steps}};
 }
 
 MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
@@ -683,7 +692,7 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     sum.dropped_records += st.dropped_records;
     sum.noisy_records += st.noisy_records;
     sum.dropped_answers += st.dropped_answers;
-    sum.path_steps_after_best += st.path_steps_after_best;
+    sum.trimmed_path_steps += st.trimmed_path_steps;
     size_t j = 0;
     for (size_t k = 0; k < g.size(); ++k) {
       if (kept[k]) recs[g[k]] = std::move(out[j++]);

@@ -61,7 +61,7 @@ struct MeasureStats {
   int dropped_records = 0;   // records dropped because a comparison failed or was uninformative
   int noisy_records = 0;     // ... of them: because one was uninformative
   int dropped_answers = 0;   // answers dropped from multi-answer records
-  int path_steps_after_best = 0;  // single records of tuned path steps after its best state, kept off the path
+  int trimmed_path_steps = 0;  // records of tuned path steps after its best state
   double compile_s = 0, measure_s = 0;  // wall time (reporting only)
 };
 
@@ -107,14 +107,13 @@ bool informative(const Interval& ci, double threshold);
 // Tuned paths end at their best state: over the path's steps measured without a gap from step 1,
 // the first with the largest speedup over the root; a path whose best state is not confirmed
 // `threshold` faster than the root (the lower bound of ratio_ci of its comparison with the root,
-// cost.vs_root) ends before its first step (it teaches no way forward). In the records of one
-// root (`records`, after measurement) the answers of path steps after the end lose their "path"
-// and stay as steps off the path (single and multi-answer records alike, labelled by their own
-// comparison with their parent as measure_records labelled them), and kept path steps say the
+// cost.vs_root) is dropped whole (it teaches no way forward). The records of
+// one root (`records`, after measurement) lose the single-answer records of path steps after the
+// end, multi-answer sets keep those answers as plain alternatives, and kept path steps say the
 // shorter length and the end's speedup over the root (path.of, path.speedup_vs_root: the end
-// record's answers[].cost.speedup_vs_root). No record is dropped. Returns the number of
-// single-answer records taken off the path.
-int trim_path_tail(nlohmann::json& records, double threshold);
+// record's answers[].cost.speedup_vs_root). `src` (one entry per record) follows the records.
+// Returns the number of records dropped.
+int trim_path_tail(nlohmann::json& records, std::vector<size_t>& src, double threshold);
 
 // Measurement options of a generate run (documented defaults in GenerateOptions); `scale`
 // multiplies the repeats and time caps (the last session, kLastSessionScale).
@@ -149,7 +148,7 @@ void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std
 struct MeasureSummary {
   // Deterministic given the store (written to stats.json):
   int pairs = 0, sessions = 0, failed = 0, remeasured = 0, noisy = 0, uninformative = 0, dropped_records = 0,
-      noisy_records = 0, dropped_answers = 0, path_steps_after_best = 0;
+      noisy_records = 0, dropped_answers = 0, trimmed_path_steps = 0;
   // Reporting only (never written to the dataset files):
   int measured = 0, reused = 0;
   double compile_s = 0, measure_s = 0;

@@ -2,7 +2,7 @@
 // by hand-computed values, re-measurement of noisy sessions and the drop of comparisons that stay
 // noisy, the label rule (improving by the interval's lower bound, enabling by the path's pay-off
 // over the step's parent), one speedup over the root per program, paths ending at their best
-// state (the steps after it kept off the path), multi answers sorted by measured speed, and a rerun on the store that times nothing.
+// state, multi answers sorted by measured speed, and a rerun on the store that times nothing.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -164,16 +164,15 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   EXPECT_EQ(st.noisy, 2);
   EXPECT_EQ(st.uninformative, 1);
   EXPECT_EQ(st.failed, 0);
-  // N's record goes (noisy), N leaves the multi set; P3's record, after the path's best state,
-  // stays as a step off the path.
+  // N's record goes (noisy), N leaves the multi set; P3's record is after the path's best state.
   EXPECT_EQ(st.dropped_records, 1);
   EXPECT_EQ(st.noisy_records, 1);
   EXPECT_EQ(st.dropped_answers, 2);  // N from the multi set and from its own record
-  EXPECT_EQ(st.path_steps_after_best, 1);
-  EXPECT_EQ(kept, (std::vector<char>{1, 1, 1, 1, 1, 0, 1}));
-  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(st.trimmed_path_steps, 1);
+  EXPECT_EQ(kept, (std::vector<char>{1, 1, 0, 1, 1, 0, 1}));
+  ASSERT_EQ(out.size(), 5u);
   // Q's record rests on its second, quiet session.
-  const json& q = out[4]["answers"][0]["cost"];
+  const json& q = out[3]["answers"][0]["cost"];
   EXPECT_EQ(q["vs_parent"]["session"], 2);
   EXPECT_EQ(q["vs_parent"]["parent"]["cv"], 0.01);
   EXPECT_EQ(q["speedup_vs_parent"], 1.25);
@@ -181,7 +180,7 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   // M never had a quiet session: its first (cv 0.3) is settled, since its interval (the RatioCi
   // formula: 2.5 * exp(-+2.100922 * sqrt(2 * pi/2 * 0.3^2 / 10))) lies above 1.05, and it rests
   // on that one.
-  const json& m = out[5]["answers"][0];
+  const json& m = out[4]["answers"][0];
   EXPECT_EQ(m["cost"]["vs_root"]["session"], 1);
   EXPECT_EQ(m["cost"]["speedup_ci"], json::array({1.756, 3.5593}));
   EXPECT_EQ(m["label"], "improving");
@@ -202,7 +201,7 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
 TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
   tune::MeasurementStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
-  ASSERT_EQ(out.size(), 6u);
+  ASSERT_EQ(out.size(), 5u);
   const json& s1 = out[0]["answers"][0];
   const json& s2 = out[1]["answers"][0];
   // Step 2: 1.1 -> 0.5 ms, cv 0.01 over 10 runs a side: the interval of RatioCi's second case.
@@ -219,14 +218,7 @@ TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
   const Interval pay = ratio_ci(2.0, {{1, 1, 1, 0.01, 10}, {1, 1, 1, 0.01, 10}});
   EXPECT_EQ(s1["path"]["enabled_ci"], json::array({search::round_ratio(pay.lo, 1), search::round_ratio(pay.hi, 1)}));
   // The multi set's copy of step 1 carries the same label.
-  EXPECT_EQ(out[3]["answers"][1]["label"], "enabling");
-  // Step 3, after the path's best state, is a step off the path labelled by its own comparison
-  // with its parent: 0.5 -> 0.6 ms, slower beyond the noise, neither improving nor enabling.
-  const json& s3 = out[2]["answers"][0];
-  EXPECT_FALSE(s3.contains("path"));
-  EXPECT_EQ(s3["cost"]["speedup_vs_parent"], 0.8333);
-  EXPECT_EQ(s3["cost"]["noise_verdict"], "slower");
-  EXPECT_EQ(s3["label"], "non_improving");
+  EXPECT_EQ(out[2]["answers"][1]["label"], "enabling");
   // Q (1.25x, quiet second session) is improving; every label follows its own fields.
   for (const auto& r : out)
     for (const auto& a : r["answers"]) {
@@ -243,7 +235,7 @@ TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
 TEST_F(Labels, OneSpeedupOverTheRootPerProgramAndPathsEndAtTheirBest) {
   tune::MeasurementStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
-  ASSERT_EQ(out.size(), 6u);
+  ASSERT_EQ(out.size(), 5u);
   // Every record's parent_speedup_vs_root is the producing answer's speedup_vs_root.
   std::map<std::string, double> produced{{R, 1.0}};
   for (const auto& r : out)
@@ -255,90 +247,69 @@ TEST_F(Labels, OneSpeedupOverTheRootPerProgramAndPathsEndAtTheirBest) {
   for (const auto& r : out) EXPECT_EQ(r["parent_speedup_vs_root"].get<double>(), produced.at(r["parent_program"]));
   EXPECT_EQ(out[1]["parent_speedup_vs_root"], 0.9091);
   // The path ends at step 2 (2x the root; step 3 fell back to 1.6667x): of = 2 and its speedup is
-  // the end's measured one, not the tuner's; step 3's record stays, off the path.
-  std::vector<int> path_steps;
+  // the end's measured one, not the tuner's.
   for (const auto& r : out)
     for (const auto& a : r["answers"])
       if (a.contains("path")) {
-        path_steps.push_back(a["path"]["step"]);
         EXPECT_EQ(a["path"]["of"], 2);
         EXPECT_EQ(a["path"]["speedup_vs_root"], 2.0);
       }
-  EXPECT_EQ(path_steps, (std::vector<int>{1, 2, 1}));  // step 1 twice: its own record and the multi set's
   EXPECT_EQ(out[1]["answers"][0]["cost"]["speedup_vs_root"], 2.0);
-  EXPECT_EQ(out[2]["parent_program"], P2);
-  EXPECT_EQ(out[2]["answers"][0]["cost"]["speedup_vs_root"], 1.6667);
   // Multi answers: fastest first (Q 1.25x before P1 0.9091x, whatever the search's order).
-  ASSERT_EQ(out[3]["kind"], "multi");
-  ASSERT_EQ(out[3]["answers"].size(), 2u);
-  EXPECT_EQ(out[3]["answers"][0]["result_program"], Q);
-  EXPECT_EQ(out[3]["answers"][1]["result_program"], P1);
+  ASSERT_EQ(out[2]["kind"], "multi");
+  ASSERT_EQ(out[2]["answers"].size(), 2u);
+  EXPECT_EQ(out[2]["answers"][0]["result_program"], Q);
+  EXPECT_EQ(out[2]["answers"][1]["result_program"], P1);
   // stats.json's best found for the root is the path end, even with a faster answer off the path.
   RecordStats rs;
-  json off = out[4];
+  json off = out[3];
   off["answers"][0]["cost"]["speedup_vs_root"] = 3.0;
-  for (size_t k : {0, 1, 2}) rs.add(out[k]);
+  rs.add(out[0]);
+  rs.add(out[1]);
   rs.add(off);
   EXPECT_EQ(rs.to_json()["best_found_speedup"]["per_root"][0]["speedup_vs_root"], 2.0);
 }
 
-TEST(TrimPathTail, APathEndsAtItsBestStateAndTheStepsAfterItStayOffThePath) {
+TEST(TrimPathTail, APathEndsAtItsBestStateOrGoesWhenItNeverPaysOff) {
   // Sides of the comparison with the root: cv 0.02 over 10 runs, so a 1.06x state is not
-  // confirmed 1.05x faster (its interval reaches below) while 1.5x is. Each step keeps its own
-  // label (measure_records set it from its comparison with its parent).
-  auto step = [](int k, int of, double sr, const char* label = "non_improving") {
+  // confirmed 1.05x faster (its interval reaches below) while 1.5x is.
+  auto step = [](int k, int of, double sr) {
     const json side = {{"median_ms", 1.0}, {"min_ms", 1.0}, {"max_ms", 1.0}, {"cv", 0.02}, {"repeats", 10}};
     json a = {{"cost", {{"speedup_vs_root", sr}, {"vs_root", {{"root", side}, {"result", side}}}}},
-              {"label", label},
               {"path", {{"step", k}, {"of", of}, {"speedup_vs_root", 7.0}}}};
     return json{{"kind", "single"}, {"answers", json::array({a})}};
   };
   auto alt = [](double sr) {
     return json{{"kind", "single"}, {"answers", json::array({{{"cost", {{"speedup_vs_root", sr}}}}})}};
   };
-  // The same records less "path" where a step is off the path.
-  auto without_path = [](json r) {
-    for (auto& a : r["answers"]) a.erase("path");
-    return r;
-  };
   // Speedups over the root 1.5, 3, 2, 3 (a tie after a drop: the first best state ends it).
-  json recs = json::array({step(1, 4, 1.5), step(2, 4, 3.0), step(3, 4, 2.0), step(4, 4, 3.0, "improving"), alt(4.0)});
+  json recs = json::array({step(1, 4, 1.5), step(2, 4, 3.0), step(3, 4, 2.0), step(4, 4, 3.0), alt(4.0)});
   json both = json::array({step(4, 4, 3.0)["answers"][0], alt(4.0)["answers"][0]});
   recs.push_back({{"kind", "multi"}, {"answers", both}});
-  const json before = recs;
-  EXPECT_EQ(trim_path_tail(recs, 1.05), 2);  // steps 3 and 4's single records; the multi set's copy is not one
-  ASSERT_EQ(recs.size(), before.size());     // nothing dropped
+  std::vector<size_t> src{10, 11, 12, 13, 14, 15};
+  EXPECT_EQ(trim_path_tail(recs, src, 1.05), 2);
+  EXPECT_EQ(src, (std::vector<size_t>{10, 11, 14, 15}));
   EXPECT_EQ(recs[0]["answers"][0]["path"], (json{{"step", 1}, {"of", 2}, {"speedup_vs_root", 3.0}}));
   EXPECT_EQ(recs[1]["answers"][0]["path"], (json{{"step", 2}, {"of", 2}, {"speedup_vs_root", 3.0}}));
-  // Steps 3 and 4 stay as steps off the path, their costs and labels untouched; so do the
-  // alternatives and the multi set (its copy of step 4 is a plain alternative).
-  for (size_t k : {2, 3, 4, 5}) EXPECT_EQ(recs[k], without_path(before[k])) << k;
-  EXPECT_EQ(recs[3]["answers"][0]["label"], "improving");
+  EXPECT_FALSE(recs[3]["answers"][0].contains("path"));  // kept as a plain alternative
 
-  // A gap (step 2's record was dropped): the path ends within steps 1..1, step 3 stays off it.
+  // A gap (step 2's record was dropped): the path ends within steps 1..1.
   json gap = json::array({step(1, 3, 1.2), step(3, 3, 5.0)});
-  const json gap_before = gap;
-  EXPECT_EQ(trim_path_tail(gap, 1.05), 1);
-  ASSERT_EQ(gap.size(), 2u);
-  EXPECT_EQ(gap[0]["answers"][0]["path"], (json{{"step", 1}, {"of", 1}, {"speedup_vs_root", 1.2}}));
-  EXPECT_EQ(gap[1], without_path(gap_before[1]));
+  std::vector<size_t> gs{0, 1};
+  EXPECT_EQ(trim_path_tail(gap, gs, 1.05), 1);
+  ASSERT_EQ(gap.size(), 1u);
+  EXPECT_EQ(gap[0]["answers"][0]["path"]["of"], 1);
 
-  // Never 1.05x the root: no path is left, every record stays off the path.
+  // Never 1.05x the root: the path goes, its alternatives stay.
   json none = json::array({step(1, 2, 1.04), step(2, 2, 0.5), alt(1.3)});
-  const json none_before = none;
-  EXPECT_EQ(trim_path_tail(none, 1.05), 2);
-  ASSERT_EQ(none.size(), 3u);
-  for (size_t k = 0; k < none.size(); ++k) EXPECT_EQ(none[k], without_path(none_before[k])) << k;
+  std::vector<size_t> ns{0, 1, 2};
+  EXPECT_EQ(trim_path_tail(none, ns, 1.05), 2);
+  EXPECT_EQ(ns, (std::vector<size_t>{2}));
   // 1.06x the root, but not confirmed: the interval (1.06 * exp(-+2.100922 * sqrt(pi/2 * 2 *
   // 0.02^2 / 10)) = [1.0353, 1.0853]) reaches below 1.05.
   json unconfirmed = json::array({step(1, 1, 1.06)});
-  EXPECT_EQ(trim_path_tail(unconfirmed, 1.05), 1);
-  ASSERT_EQ(unconfirmed.size(), 1u);
-  EXPECT_FALSE(unconfirmed[0]["answers"][0].contains("path"));
-  // A path without a step after its best loses nothing.
-  json whole = json::array({step(1, 2, 1.5), step(2, 2, 3.0)});
-  EXPECT_EQ(trim_path_tail(whole, 1.05), 0);
-  EXPECT_EQ(whole[1]["answers"][0]["path"], (json{{"step", 2}, {"of", 2}, {"speedup_vs_root", 3.0}}));
+  std::vector<size_t> us{0};
+  EXPECT_EQ(trim_path_tail(unconfirmed, us, 1.05), 1);
 }
 
 TEST(MeasureOptions, TheLastSessionIsLongerByItsScale) {

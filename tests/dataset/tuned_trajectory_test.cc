@@ -250,7 +250,7 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   EXPECT_EQ(m["options"]["trajectories"], "tune");
   auto stats = json::parse(slurp(dir / "a" / "stats.json"));
   EXPECT_TRUE(stats["improving_share"].contains("enabling"));
-  EXPECT_TRUE(stats["measurement"].contains("path_steps_after_best"));
+  EXPECT_TRUE(stats["measurement"].contains("trimmed_path_steps"));
   // The CV histogram counts each measured answer's comparison with its parent once.
   int measured = 0, in_buckets = 0;
   for (const auto& r : steps)
