@@ -97,6 +97,10 @@ RegisterCommand generate_cmd{{"generate", "generate the step-level training data
                  "bench shapes, measured: redraw a root whose naive program runs below this on one core here "
                  "(0 = off; the tuned profiles use 1)")
       ->capture_default_str();
+  sub.add_option("--max-root-ms", o->max_root_ms,
+                 "bench shapes, measured: leave out a root whose naive program runs above this on one core here "
+                 "(0 = no ceiling; the tuned profiles use 50)")
+      ->capture_default_str();
   sub.add_option("--min-headroom", o->min_headroom,
                  "bench shapes, measured: leave out a root whose naive one-core time is below this many times an "
                  "all-core copy of its inputs and outputs, which bounds any speedup over it (0 = off; the tuned "

@@ -96,6 +96,12 @@ struct GenerateOptions {
   // Bench-class measured runs: every root's naive program runs at least this long on one core
   // here (dataset/root_sizing.h); 0 = no sizing.
   double min_root_ms = 0;
+  // ... and at most this long (0 = no ceiling): a root above it is left out, never shrunk (the
+  // bench window only moves up). The timing of a run grows with its roots' naive times (the root
+  // is the reference side of every comparison with it) and the verification of each candidate
+  // with their f64 builds: two composites of 158 and 218 ms were 31 % of the main job's naive
+  // root time and its last two minutes of search.
+  double max_root_ms = 0;
   // Measured bench runs: leave out roots whose headroom (naive one-core time over an all-core copy
   // of their inputs and outputs, dataset/root_headroom.h) is below this; 0 = keep every root.
   double min_headroom = 0;

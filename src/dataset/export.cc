@@ -65,6 +65,7 @@ json options_json(const GenerateOptions& o) {
           {"measure_min_time", o.measure_min_time},
           {"measure_threads", o.measure_threads},
           {"min_root_ms", o.min_root_ms},
+          {"max_root_ms", o.max_root_ms},
           {"min_headroom", o.min_headroom},
           {"improve_threshold", o.improve_threshold}};
 }

@@ -62,6 +62,8 @@ void validate(const GenerateOptions& o) {
   if (o.out_dir.empty()) bad("--out must not be empty");
   if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
   if (!(o.min_root_ms >= 0) || o.min_root_ms > 1000) bad("--min-root-ms must be in [0, 1000]");
+  if (!(o.max_root_ms >= 0) || (o.max_root_ms > 0 && o.max_root_ms < o.min_root_ms))
+    bad("--max-root-ms must be 0 (no ceiling) or at least --min-root-ms");
   if (!(o.min_headroom >= 0) || o.min_headroom > 1e6) bad("--min-headroom must be in [0, 1000000]");
   if (o.composites < 0) bad("--composites must be >= 0");
   if (o.beam < 1 || o.beam > 64) bad("--beam must be in [1, 64]");

@@ -10,11 +10,11 @@ const std::vector<Profile>& profiles() {
   using workloads::SizeClass;
   static const std::vector<Profile> p = {
       {"quick", "tiny shapes, analytic beam search, every record re-measured (minutes on a laptop)", SizeClass::Tiny,
-       Trajectories::Search, 16, -1, 4, true, 1, 0.003, 12, -1, 0, 0},
-      {"tuned", "bench shapes in f32 (~1-50 ms naive), steptp tune per root (16 measured trials), all cores",
-       SizeClass::Bench, Trajectories::Tune, 16, -1, 4, false, 0, 0.02, 1, 1, 1.0, 16},
+       Trajectories::Search, 16, -1, 4, true, 1, 0.003, 12, -1, 0, 0, 0},
+      {"tuned", "bench shapes in f32 (1-50 ms naive), steptp tune per root (16 measured trials), all cores",
+       SizeClass::Bench, Trajectories::Tune, 16, -1, 4, false, 0, 0.02, 1, 1, 1.0, 50, 16},
       {"paper", "tuned at the public Step-TP dataset's scale: every workload plus composites, 6,300 roots",
-       SizeClass::Bench, Trajectories::Tune, 16, -1, -6300, false, 0, 0.02, 1, 1, 1.0, 16},
+       SizeClass::Bench, Trajectories::Tune, 16, -1, -6300, false, 0, 0.02, 1, 1, 1.0, 50, 16},
   };
   return p;
 }
@@ -41,6 +41,7 @@ void apply_profile(const Profile& p, GenerateOptions& o, const std::set<std::str
   set("non-improving-per-state", o.non_improving_per_state, p.non_improving_per_state);
   set("non-improving-per-root", o.non_improving_per_root, p.non_improving_per_root);
   set("min-root-ms", o.min_root_ms, p.min_root_ms);
+  set("max-root-ms", o.max_root_ms, p.max_root_ms);
   set("min-headroom", o.min_headroom, p.min_headroom);
 }
 

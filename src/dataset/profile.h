@@ -26,6 +26,7 @@ struct Profile {
   int non_improving_per_state;  // contrast kept per state (a tuned state has few measured steps)
   int non_improving_per_root;   // ... per root, beside a tuned path (-1: no limit)
   double min_root_ms;           // naive one-core floor of a root (dataset/root_sizing.h)
+  double max_root_ms;           // ... and ceiling (0: none)
   double min_headroom;          // headroom floor of a root (dataset/root_headroom.h)
 };
 

@@ -94,6 +94,11 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
         continue;
       }
       sizing[i].naive_ms_one_thread = *ms[k];
+      if (o.max_root_ms > 0 && *ms[k] > o.max_root_ms) {
+        reason[i] = fmt::format("naive program {:.3g} ms on one core, above --max-root-ms {}", *ms[k], o.max_root_ms);
+        left_out[i] = settled[i] = 1;
+        continue;
+      }
       if (*ms[k] >= o.min_root_ms) {
         settled[i] = 1;
         continue;

@@ -72,6 +72,22 @@ TEST(RootSizing, ARootBelowTheFloorIsDrawnLargerAndTheStoreMakesItRepeatable) {
   EXPECT_EQ(skipped[0]["key"], "c/0");
   EXPECT_NE(skipped[0]["reason"].get<std::string>().find("below --min-root-ms"), std::string::npos);
 
+  // A ceiling below its stored time: left out with its time and the reason, never shrunk; one
+  // above it keeps it as drawn.
+  std::vector<Root> capped{bench_root("matmul_small_k", 5)};
+  auto with_ceiling = testing::bench_sizing_options(1e-6);
+  with_ceiling.max_root_ms = base[0].naive_ms_one_thread / 2;
+  skipped = json::array();
+  size_roots_by_measurement(capped, with_ceiling, store, &skipped);
+  EXPECT_TRUE(capped.empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0]["reason"].get<std::string>().find("above --max-root-ms"), std::string::npos) << skipped;
+  capped = {bench_root("matmul_small_k", 5)};
+  with_ceiling.max_root_ms = base[0].naive_ms_one_thread * 2;
+  EXPECT_EQ(size_roots_by_measurement(capped, with_ceiling, store, nullptr)[0].naive_ms_one_thread,
+            base[0].naive_ms_one_thread);
+  EXPECT_EQ(text(capped[0].program), drawn);
+
   // Off (0), unmeasured or not the bench class: nothing is timed or changed.
   std::vector<Root> untouched{bench_root("matmul_small_k", 5)};
   auto off = testing::bench_sizing_options(0);
