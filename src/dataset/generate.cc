@@ -230,13 +230,26 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     if (fs::exists(measurement_store_path(o)))
       tune::MeasurementStore(tune_store).put_all(tune::MeasurementStore(measurement_store_path(o)).entries());
   }
-  // Workers: forked processes, worker k takes mine[k], mine[k+J], ...
-  auto run_worker = [&](int k, int J, int limit) -> int {
+  // Workers: forked processes. The roots go to them as to ranks (longest first, each to the least
+  // loaded worker) and each worker takes its own longest first: a static split in draw order left
+  // one worker tuning the two largest roots alone for the last two minutes of the main job.
+  auto split_for_workers = [&](const std::vector<int>& roots_left, int J) {
+    std::vector<uint64_t> costs;
+    for (int i : roots_left) costs.push_back(cost_estimate(i));
+    const std::vector<int> owner = shard_by_cost(costs, J);
+    std::vector<size_t> order(roots_left.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+    std::vector<std::vector<int>> lists(static_cast<size_t>(J));
+    for (size_t k : order) lists[size_t(owner[k])].push_back(roots_left[k]);
+    return lists;
+  };
+  auto run_worker = [&](const std::vector<int>& list, int limit) -> int {
     CheckpointDb db(rank_db);
     int n = 0;
-    for (size_t j = size_t(k); j < mine.size(); j += size_t(J)) {
+    for (int idx : list) {
       if (limit >= 0 && n >= limit) return 3;
-      const Root& r = roots[size_t(mine[j])];
+      const Root& r = roots[size_t(idx)];
       search::SearchStats st;
       json payload;
       const double timed_before = tune::timed_section_seconds();
@@ -251,7 +264,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
       // timed_s: the search's timed sections (the tuner's trials), the part a machine serializes.
       payload["timing"] = {{"search_s", st.search_s}, {"verify_s", st.verify_s}, {"cost_s", st.cost_s},
                            {"timed_s", tune::timed_section_seconds() - timed_before}};
-      db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", mine[j], r.key, payload.dump());
+      db.put("INSERT OR REPLACE INTO roots(idx, key, payload) VALUES(?, ?, ?)", idx, r.key, payload.dump());
       ++n;
       const std::string error = payload["error"];
       progress.advance(fmt::format("{} {} ({} records)", r.key, error.empty() ? "done" : "failed",
@@ -270,7 +283,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   if (!mine.empty()) {
     // A crashed worker (exit code -1 or 1) leaves roots undone: they are finished serially below
     // (a root that crashes again aborts the run with a clear error).
-    for (int rc : run_workers(J, [&](int k) { return run_worker(k, J, o.stop_after); }))
+    const auto lists = split_for_workers(mine, J);
+    for (int rc : run_workers(J, [&](int k) { return run_worker(lists[size_t(k)], o.stop_after); }))
       if (rc == 3) stopped = true;
   }
   if (!stopped) {
@@ -280,7 +294,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     for (int i : mine)
       if (!have.count(i)) left.push_back(i);
     mine = left;
-    run_worker(0, 1, -1);
+    run_worker(split_for_workers(mine, 1)[0], -1);
   }
   progress.stage_end();
   // Rank 0 merges what the ranks finished into OUT/checkpoint.sqlite.

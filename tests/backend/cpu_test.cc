@@ -523,6 +523,28 @@ TEST(CpuBackend, PiecesCompileOnceAndTheReadableKernelAgrees) {
   }
 }
 
+TEST(CpuBackend, ATrackedTensorOnOnePiecesStackKeepsItsFlagsInTheWorkspace) {
+  // Two accumulations with different identities into one local element: its identity cannot be
+  // placed statically (set flags), and only one piece uses it (so it lives on that piece's stack).
+  auto p = parse("input A: f64[4]\noutput D: f64[1]\n"
+                 "L^{1}_{a=0}[L^{4}_{i=0}[X^{f64,l}_{0}=X^{f64,l}_{0}+A^{f64,g}_{i};"
+                 "X^{f64,l}_{0}=max(X^{f64,l}_{0},A^{f64,g}_{i});];D^{f64,g}_{a}=X^{f64,l}_{0};];");
+  auto src = generate_cpu_kernel(p);
+  ASSERT_EQ(src.pieces.size(), 1u);
+  EXPECT_NE(src.pieces[0].code.find("double t_X[1];"), std::string::npos) << src.pieces[0].code;
+  EXPECT_NE(src.pieces[0].code.find("uint8_t* __restrict m_X"), std::string::npos) << src.pieces[0].code;
+  TempDir dir("cpu-tracked-local");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({p}, {}, &cc);
+  ASSERT_TRUE(built[0].program) << built[0].error;
+  for (uint64_t seed : {1, 2}) {
+    auto in = interp::generate_inputs(p, seed);
+    auto b = built[0].program->bind(in);
+    for (int call = 0; call < 2; ++call) built[0].program->run(*b);  // flags zeroed on every call
+    EXPECT_EQ(compare_values(built[0].program->outputs(*b), interp::run_program(p, in), kAtolF64, kRtolF64), "");
+  }
+}
+
 TEST(CpuBackend, SandboxReportsCrashTimeoutAndMemory) {
   TempDir dir("cpu-sandbox");
   KernelCompiler cc({.cache_dir = dir.path});

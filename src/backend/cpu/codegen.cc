@@ -49,7 +49,10 @@ std::string_view cpu_ctype(DType d) {
 }
 
 std::string_view cpu_prelude() {
-  return R"(// steptp CPU kernel prelude
+  // The first line names the lowering's generation: the prelude's hash keys the kernel cache and
+  // the machine fingerprint of stored measurements, so a lowering that changes what runs (the
+  // pieces, CpuProgram::call as driver) must not find the facts of the previous one.
+  return R"(// steptp CPU kernel prelude (lowering: one function per top-level nest, driven by CpuProgram::call)
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -279,12 +282,9 @@ class Emitter : public CExprEmitter {
       CpuPiece piece;
       std::vector<std::string> locals;
       for (const auto& x : uses[i]) {
-        if (stack_.count(x)) {
-          locals.push_back(x);
-          continue;
-        }
-        piece.buffers.push_back(buffer_of.at("t_" + x));
-        if (plan_.tracked.count(x)) piece.buffers.push_back(buffer_of.at("m_" + x));
+        if (stack_.count(x)) locals.push_back(x);
+        else piece.buffers.push_back(buffer_of.at("t_" + x));
+        if (plan_.tracked.count(x)) piece.buffers.push_back(buffer_of.at("m_" + x));  // flags: always the workspace's
       }
       out_.clear();
       out_ += fmt::format("extern \"C\" int {}(void* const* args) {{\n", kSymbolPlaceholder);

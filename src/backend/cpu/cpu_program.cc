@@ -186,6 +186,11 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
 }
 
 int CpuProgram::call(void* const* args) const {
+  // The argument arrays first: nothing after taking the workspace may throw (it would stay busy).
+  std::vector<void*> buffers(source_.buffers.size()), piece_args;
+  size_t most = 0;
+  for (const auto& piece : source_.pieces) most = std::max(most, piece.buffers.size());
+  piece_args.reserve(most);
   char* base = nullptr;
   bool own = false;  // a concurrent call holds the kept workspace: this one allocates its own
   const size_t bytes = static_cast<size_t>(source_.workspace_bytes);
@@ -202,10 +207,10 @@ int CpuProgram::call(void* const* args) const {
     if (!base) return 1;
   }
   for (const auto& [offset, n] : source_.cleared) std::memset(base + offset, 0, static_cast<size_t>(n));
-  std::vector<void*> buffers;
-  buffers.reserve(source_.buffers.size());
-  for (const auto& b : source_.buffers) buffers.push_back(b.param >= 0 ? args[b.param] : base + b.offset);
-  std::vector<void*> piece_args;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    const CpuBuffer& b = source_.buffers[k];
+    buffers[k] = b.param >= 0 ? args[b.param] : base + b.offset;
+  }
   for (size_t i = 0; i < pieces_.size(); ++i) {
     piece_args.clear();
     for (int b : source_.pieces[i].buffers) piece_args.push_back(buffers[size_t(b)]);
