@@ -9,10 +9,12 @@
 //   DIR/metrics.json          per program and aggregated metrics
 // --rescore recomputes metrics.json from the events without running anything.
 // Exit 1 on invalid input; a bad answer or a failing server is a counted failure, never an error.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -44,10 +46,23 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// The eval split of a `generate` output: the distinct roots of its eval records, in order.
-std::vector<leir::Program> eval_roots(const fs::path& manifest) {
+json read_manifest(const fs::path& manifest) {
   json m = json::parse(read_file(manifest), nullptr, false);
   if (m.is_discarded() || !m.contains("split")) throw std::runtime_error(manifest.string() + ": not a generate manifest");
+  return m;
+}
+
+// The OpenMP threads the dataset's records were timed with (`generate --measure-threads`), or none.
+std::optional<int> manifest_threads(const fs::path& manifest) {
+  const json m = read_manifest(manifest);
+  const json* t = m.contains("options") ? &m["options"] : nullptr;
+  if (!t || !t->contains("measure_threads") || !(*t)["measure_threads"].is_number_integer()) return std::nullopt;
+  return (*t)["measure_threads"].get<int>();
+}
+
+// The eval split of a `generate` output: the distinct roots of its eval records, in order.
+std::vector<leir::Program> eval_roots(const fs::path& manifest) {
+  read_manifest(manifest);
   fs::path steps = manifest.parent_path() / "steps.jsonl";
   std::ifstream f(steps);
   if (!f) throw std::runtime_error("cannot read " + steps.string() + " (next to the manifest)");
@@ -122,7 +137,10 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   sub.add_option("--measure", o->measure, "cpu (time candidates) | model (the analytic estimate: quick, untimed)")
       ->check(CLI::IsMember({"cpu", "model"}))->capture_default_str();
-  sub.add_option("--threads", o->threads, "OpenMP threads of timed kernels (0: all cores)")->capture_default_str();
+  auto* threads = sub.add_option("--threads", o->threads,
+                                 "OpenMP threads of timed kernels (0: all cores; default for a manifest: its records' "
+                                 "--measure-threads, capped at this machine's cores; else 1)")
+                      ->capture_default_str();
   sub.add_option("--min-time", o->min_time, "seconds per interleaved comparison")->capture_default_str();
   sub.add_option("--faster-ratio", o->opt.funnel.faster_ratio, "speedup over the parent that counts as faster")->capture_default_str();
   auto& c = o->llm.chat;
@@ -144,7 +162,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
   sub.add_flag("--quiet", o->quiet,
                "no progress on stderr (by default a status line on a terminal; otherwise a line per finished "
                "program, at most one every few seconds, with elapsed time and ETA, and a final line)");
-  return [o]() -> int {
+  return [o, threads]() -> int {
     const fs::path out(o->out);
     std::vector<std::string> names;
     std::string first_transport_error;  // of an llm run: what the first failed request said
@@ -166,10 +184,24 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     } else {
       if (o->inputs.empty()) throw std::runtime_error("no PROGRAMS given");
       std::vector<leir::Program> programs;
+      // A manifest's eval roots are timed as its records were (a dataset timed on all cores says so
+      // in every prompt; timing its roots on one thread compared other programs: batch_norm's
+      // path gave 100x there and 1.0x here).
+      std::optional<int> dataset_threads;
       for (const auto& in : o->inputs) {
-        auto ps = fs::path(in).filename() == "manifest.json" ? eval_roots(in) : onnx_import::read_programs_any(in);
+        const bool manifest = fs::path(in).filename() == "manifest.json";
+        if (manifest && threads->count() == 0)
+          if (auto t = manifest_threads(in)) {
+            if (dataset_threads && *dataset_threads != *t)
+              throw std::runtime_error(fmt::format("{}: its records were timed with {} threads, another manifest's with "
+                                                   "{}: give --threads",
+                                                   in, *t, *dataset_threads));
+            dataset_threads = t;
+          }
+        auto ps = manifest ? eval_roots(in) : onnx_import::read_programs_any(in);
         for (auto& p : ps) programs.push_back(std::move(p));
       }
+      if (dataset_threads) o->threads = std::min(*dataset_threads, tune::core_count());
       if (o->limit > 0 && programs.size() > size_t(o->limit)) programs.resize(size_t(o->limit));
       fs::create_directories(out / "events");
       fs::create_directories(out / "programs");
@@ -225,9 +257,9 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     json agg = optimize::aggregate_metrics(per);
     json per_j = json::object();
     for (size_t i = 0; i < names.size(); ++i) per_j[names[i]] = per[i];
-    json metrics = {{"policy", o->policy}, {"search", o->search}, {"measure", o->measure}, {"aggregate", agg},
-                    {"programs", per_j}};
-    if (o->rescore) metrics.erase("policy"), metrics.erase("search"), metrics.erase("measure");
+    json metrics = {{"policy", o->policy}, {"search", o->search}, {"measure", o->measure},
+                    {"threads", tune::this_machine(o->threads).threads}, {"aggregate", agg}, {"programs", per_j}};
+    if (o->rescore) metrics.erase("policy"), metrics.erase("search"), metrics.erase("measure"), metrics.erase("threads");
     write_result(out / "metrics.json", metrics.dump(1) + "\n");
     if (o->json) std::cout << metrics.dump() << "\n";
     else std::cout << optimize::metrics_table(names, per, agg);

@@ -13,6 +13,7 @@
 
 #include "shell_command.h"
 #include "file_text.h"
+#include "tune/machine.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -61,6 +62,42 @@ TEST(OptimizeProgress, WithoutATtyLinesAndQuietNone) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(json::parse(r.out).contains("aggregate"));
   EXPECT_EQ(slurp(dir / "b.err"), "");
+}
+
+// A generate output's manifest: its eval roots are timed with the records' threads
+// (`options.measure_threads`, capped at this machine's cores) unless --threads says otherwise;
+// metrics.json says which; two manifests that disagree need --threads.
+TEST(OptimizeManifest, EvalRootsAreTimedWithTheRecordsThreads) {
+  const fs::path dir = fs::temp_directory_path() / ("steptp_optimize_manifest_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto write_dataset = [&](const std::string& name, int threads) {
+    fs::create_directories(dir / name);
+    std::ofstream(dir / name / "manifest.json")
+        << json{{"split", {{"eval_fraction", 0.2}}}, {"options", {{"measure_threads", threads}}}}.dump();
+    const std::string program =
+        "input A: f64[8,16]\noutput C: f64[8,16]\nB^{8}_{tx=0}L^{16}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];\n";
+    std::ofstream(dir / name / "steps.jsonl")
+        << json{{"split", "eval"}, {"root", {{"hash", "h-" + name}, {"name", name}}}, {"root_program", program}}.dump()
+        << "\n";
+    return (dir / name / "manifest.json").string();
+  };
+  const std::string two = write_dataset("two", 2), many = write_dataset("many", 64);
+  auto threads_of = [&](const std::string& args, const std::string& run) {
+    auto r = steptp::testing::run_shell(std::string(STEPTP_EXE) + " optimize " + args +
+                                        " --policy random --search greedy --measure model --depth 1 --max-measured 1"
+                                        " --json --quiet --out " + (dir / run).string() + " 2>&1");
+    EXPECT_EQ(r.code, 0) << r.out;
+    return r.code == 0 ? json::parse(r.out)["threads"].get<int>() : -1;
+  };
+  EXPECT_EQ(threads_of(two, "a"), std::min(2, tune::core_count()));
+  EXPECT_EQ(threads_of(many, "b"), tune::core_count());  // capped at this machine's cores
+  EXPECT_EQ(threads_of(two + " --threads 1", "c"), 1);   // an explicit --threads wins
+  auto clash = steptp::testing::run_shell(std::string(STEPTP_EXE) + " optimize " + two + " " + many +
+                                          " --policy random --measure model --quiet --out " + (dir / "d").string() +
+                                          " 2>&1");
+  EXPECT_NE(clash.code, 0);
+  EXPECT_NE(clash.out.find("give --threads"), std::string::npos) << clash.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace
