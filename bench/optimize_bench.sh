@@ -39,9 +39,12 @@ for line in open(os.path.join(os.path.dirname(manifest), "steps.jsonl")):
         open(os.path.join(out, "%03d.leir" % (len(seen) - 1)), "w").write(r["root_program"])
 PY
   mkdir -p "$OUT/tune"
+  # `tune` times with the threads the optimize runs timed with (the manifest's records' threads).
+  threads=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["threads"])' \
+    "$(ls "$OUT"/*-*.json | head -1)")
   for f in "$OUT"/roots/*.leir; do
     k=$(basename "$f" .leir)
-    "$STEPTP" tune "$f" --trials "$BUDGET" --threads 1 --out "$OUT/tune/$k" --json > "$OUT/tune/$k.json"
+    "$STEPTP" tune "$f" --trials "$BUDGET" --threads "$threads" --out "$OUT/tune/$k" --json > "$OUT/tune/$k.json"
   done
 fi
 /usr/bin/python3 - "$OUT" "$BUDGET" <<'PY'
