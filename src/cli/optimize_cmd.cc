@@ -53,16 +53,15 @@ json read_manifest(const fs::path& manifest) {
 }
 
 // The OpenMP threads the dataset's records were timed with (`generate --measure-threads`), or none.
-std::optional<int> manifest_threads(const fs::path& manifest) {
-  const json m = read_manifest(manifest);
-  const json* t = m.contains("options") ? &m["options"] : nullptr;
+std::optional<int> manifest_threads(const json& manifest) {
+  const json* t = manifest.contains("options") ? &manifest["options"] : nullptr;
   if (!t || !t->contains("measure_threads") || !(*t)["measure_threads"].is_number_integer()) return std::nullopt;
   return (*t)["measure_threads"].get<int>();
 }
 
-// The eval split of a `generate` output: the distinct roots of its eval records, in order.
+// The eval split of a `generate` output (its manifest read by read_manifest): the distinct roots
+// of its eval records, in order.
 std::vector<leir::Program> eval_roots(const fs::path& manifest) {
-  read_manifest(manifest);
   fs::path steps = manifest.parent_path() / "steps.jsonl";
   std::ifstream f(steps);
   if (!f) throw std::runtime_error("cannot read " + steps.string() + " (next to the manifest)");
@@ -166,6 +165,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     const fs::path out(o->out);
     std::vector<std::string> names;
     std::string first_transport_error;  // of an llm run: what the first failed request said
+    int timed_threads = 0;              // of a run (not a rescore): the threads its kernels were timed with
     std::vector<json> per;
     if (o->rescore) {
       if (!fs::is_directory(out / "events")) throw std::runtime_error(o->out + " has no events/ folder");
@@ -190,8 +190,9 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       std::optional<int> dataset_threads;
       for (const auto& in : o->inputs) {
         const bool manifest = fs::path(in).filename() == "manifest.json";
+        const json m = manifest ? read_manifest(in) : json();
         if (manifest && threads->count() == 0)
-          if (auto t = manifest_threads(in)) {
+          if (auto t = manifest_threads(m)) {
             if (dataset_threads && *dataset_threads != *t)
               throw std::runtime_error(fmt::format("{}: its records were timed with {} threads, another manifest's with "
                                                    "{}: give --threads",
@@ -215,6 +216,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       if (chat.api_key.empty()) chat.api_key = env_or("OPENAI_API_KEY", "");
       o->llm.format = dataset::answer_format_from(o->answer_format);
       const tune::Machine machine = tune::this_machine(o->threads);
+      timed_threads = machine.threads;
       o->llm.machine = dataset::machine_json(machine);
       o->llm.speedups_measured = o->measure != "model";
       // Programs of --measure model can take well under a second: a log gets a line every few seconds at most.
@@ -258,7 +260,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     json per_j = json::object();
     for (size_t i = 0; i < names.size(); ++i) per_j[names[i]] = per[i];
     json metrics = {{"policy", o->policy}, {"search", o->search}, {"measure", o->measure},
-                    {"threads", tune::this_machine(o->threads).threads}, {"aggregate", agg}, {"programs", per_j}};
+                    {"threads", timed_threads}, {"aggregate", agg}, {"programs", per_j}};
     if (o->rescore) metrics.erase("policy"), metrics.erase("search"), metrics.erase("measure"), metrics.erase("threads");
     write_result(out / "metrics.json", metrics.dump(1) + "\n");
     if (o->json) std::cout << metrics.dump() << "\n";

@@ -201,17 +201,17 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   std::vector<int> todo, mine;
   for (int i = 0; i < int(roots.size()); ++i)
     if (!done_anywhere.count(i)) todo.push_back(i);
-  // The sharding key (also stats.json's roots[].cost_estimate): a tuned root's cost is its
-  // tuner's trials, timed against the root, so it follows the root's measured naive time.
-  auto cost_estimate = [&](int i) {
-    const Root& r = roots[size_t(i)];
-    return o.trajectories == Trajectories::Tune
-               ? tuned_root_cost(r.program, sizing[size_t(i)].naive_ms_one_thread, o.tune_trials)
-               : root_cost(r.program);
-  };
+  // The sharding key of ranks and workers (also stats.json's roots[].cost_estimate): a tuned
+  // root's cost is its tuner's trials, timed against the root, so it follows the root's measured
+  // naive time.
+  std::vector<uint64_t> cost_estimate(roots.size());
+  for (size_t i = 0; i < roots.size(); ++i)
+    cost_estimate[i] = o.trajectories == Trajectories::Tune
+                           ? tuned_root_cost(roots[i].program, sizing[i].naive_ms_one_thread, o.tune_trials)
+                           : root_cost(roots[i].program);
   {
     std::vector<uint64_t> costs;
-    for (int i : todo) costs.push_back(cost_estimate(i));
+    for (int i : todo) costs.push_back(cost_estimate[size_t(i)]);
     auto owner = shard_by_cost(costs, cluster.size());
     for (size_t k = 0; k < todo.size(); ++k)
       if (owner[k] == cluster.rank()) mine.push_back(todo[k]);
@@ -235,13 +235,12 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   // one worker tuning the two largest roots alone for the last two minutes of the main job.
   auto split_for_workers = [&](const std::vector<int>& roots_left, int J) {
     std::vector<uint64_t> costs;
-    for (int i : roots_left) costs.push_back(cost_estimate(i));
-    const std::vector<int> owner = shard_by_cost(costs, J);
-    std::vector<size_t> order(roots_left.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
-    std::vector<std::vector<int>> lists(static_cast<size_t>(J));
-    for (size_t k : order) lists[size_t(owner[k])].push_back(roots_left[k]);
+    for (int i : roots_left) costs.push_back(cost_estimate[size_t(i)]);
+    std::vector<std::vector<int>> lists;
+    for (const auto& part : shard_lists_by_cost(costs, J)) {
+      lists.emplace_back();
+      for (size_t k : part) lists.back().push_back(roots_left[k]);
+    }
     return lists;
   };
   auto run_worker = [&](const std::vector<int>& list, int limit) -> int {
@@ -352,7 +351,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     sum.verify_s += p["timing"]["verify_s"].get<double>();
     sum.cost_s += p["timing"]["cost_s"].get<double>();
     json rs = {{"key", roots[size_t(i)].key}, {"family", roots[size_t(i)].family},
-               {"cost_estimate", cost_estimate(i)},
+               {"cost_estimate", cost_estimate[size_t(i)]},
                {"search", p["stats"]}, {"error", p["error"]}};
     if (sizing[size_t(i)].naive_ms_one_thread > 0) {
       rs["naive_ms_one_thread"] = sizing[size_t(i)].naive_ms_one_thread;

@@ -34,20 +34,28 @@ uint64_t tuned_root_cost(const leir::Program& p, double naive_ms, int trials) {
   return uint64_t(std::llround(1000.0 * std::max(1, trials) * (kFixedS + kPerNaiveMsS * naive_ms)));
 }
 
-std::vector<int> shard_by_cost(const std::vector<uint64_t>& costs, int parts) {
+std::vector<std::vector<size_t>> shard_lists_by_cost(const std::vector<uint64_t>& costs, int parts) {
   std::vector<size_t> order(costs.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
   // (load, part): the smallest load first, the lower part on ties.
   std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>> load;
   for (int k = 0; k < parts; ++k) load.push({0, k});
-  std::vector<int> owner(costs.size(), 0);
+  std::vector<std::vector<size_t>> lists(static_cast<size_t>(std::max(parts, 0)));
   for (size_t i : order) {
     auto [l, k] = load.top();
     load.pop();
-    owner[i] = k;
+    lists[size_t(k)].push_back(i);
     load.push({l + costs[i], k});
   }
+  return lists;
+}
+
+std::vector<int> shard_by_cost(const std::vector<uint64_t>& costs, int parts) {
+  std::vector<int> owner(costs.size(), 0);
+  const auto lists = shard_lists_by_cost(costs, parts);
+  for (size_t k = 0; k < lists.size(); ++k)
+    for (size_t i : lists[k]) owner[i] = int(k);
   return owner;
 }
 

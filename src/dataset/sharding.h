@@ -32,5 +32,8 @@ uint64_t tuned_root_cost(const leir::Program& p, double naive_ms, int trials);
 // owner[i] in [0, parts) for items of the given costs: items in decreasing cost (ties: lower
 // index first) each go to the least loaded part (ties: lower part).
 std::vector<int> shard_by_cost(const std::vector<uint64_t>& costs, int parts);
+// The same assignment as each part's item indices, in the order they were assigned (decreasing
+// cost): a part that works through its list takes its longest item first.
+std::vector<std::vector<size_t>> shard_lists_by_cost(const std::vector<uint64_t>& costs, int parts);
 
 }  // namespace steptp::dataset

@@ -15,6 +15,10 @@ TEST(Sharding, LongestFirstToTheLeastLoadedRank) {
   EXPECT_EQ(shard_by_cost({7, 7, 7, 7}, 3), (std::vector<int>{0, 1, 2, 0}));
   EXPECT_EQ(shard_by_cost({}, 4), std::vector<int>{});
   EXPECT_EQ(shard_by_cost({9, 1}, 1), (std::vector<int>{0, 0}));
+  // As lists: each part's items in the order assigned, longest first.
+  EXPECT_EQ(shard_lists_by_cost({3, 5, 1, 4, 3, 2}, 2),
+            (std::vector<std::vector<size_t>>{{1, 4, 2}, {3, 0, 5}}));
+  EXPECT_EQ(shard_lists_by_cost({}, 2), (std::vector<std::vector<size_t>>{{}, {}}));
 }
 
 TEST(Sharding, RootCostGrowsWithTheProgram) {

@@ -187,10 +187,8 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
 
 int CpuProgram::call(void* const* args) const {
   // The argument arrays first: nothing after taking the workspace may throw (it would stay busy).
-  std::vector<void*> buffers(source_.buffers.size()), piece_args;
-  size_t most = 0;
-  for (const auto& piece : source_.pieces) most = std::max(most, piece.buffers.size());
-  piece_args.reserve(most);
+  // A piece takes at most every buffer.
+  std::vector<void*> buffers(source_.buffers.size()), piece_args(source_.buffers.size());
   char* base = nullptr;
   bool own = false;  // a concurrent call holds the kept workspace: this one allocates its own
   const size_t bytes = static_cast<size_t>(source_.workspace_bytes);
@@ -212,8 +210,8 @@ int CpuProgram::call(void* const* args) const {
     buffers[k] = b.param >= 0 ? args[b.param] : base + b.offset;
   }
   for (size_t i = 0; i < pieces_.size(); ++i) {
-    piece_args.clear();
-    for (int b : source_.pieces[i].buffers) piece_args.push_back(buffers[size_t(b)]);
+    const std::vector<int>& takes = source_.pieces[i].buffers;
+    for (size_t k = 0; k < takes.size(); ++k) piece_args[k] = buffers[size_t(takes[k])];
     pieces_[i].fn(piece_args.data());
   }
   if (own) std::free(base);
