@@ -37,13 +37,13 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/cpu_program.h"
-#include "backend/measure/measure.h"
-#include "interp/inputs.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "strategies/equivalence.h"
-#include "strategies/strategy.h"
+#include "lower/cpu/cpu_program.h"
+#include "lower/measure/measure.h"
+#include "ir/interp/inputs.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "transform/equivalence.h"
+#include "transform/strategy.h"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_parallel();

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 
 namespace {
 

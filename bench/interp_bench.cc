@@ -2,9 +2,9 @@
 // core) on a matmul-like and a softmax-like program, with and without race detection.
 #include <benchmark/benchmark.h>
 
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
 
 namespace {
 

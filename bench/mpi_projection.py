@@ -3,7 +3,7 @@
 
 Reads OUT/stats.json (each root's deterministic cost_estimate, the sharding key) and
 OUT/checkpoint.sqlite (each root's measured search wall time), then simulates the sharding
-steptp does (longest estimate first to the least loaded rank, dataset/sharding.h) for a number
+steptp does (longest estimate first to the least loaded rank, apps/dataset/sharding.h) for a number
 of ranks, with the root set optionally replicated to a target size (bootstrap: roots drawn with
 replacement, seeded). Prints the search makespan against the ideal (total / ranks) and the
 Spearman correlation of estimate and time.
@@ -23,7 +23,7 @@ store, export). Projects the whole run on N nodes with --jobs workers and one ti
 roots' tuning over the workers, but never less than their timed seconds, which the node's lock
 serializes, nor than its longest root) + the kept records' measurement (balanced over the nodes,
 its timed share serialized per node) + rank 0's serial part, each per root as in this run.
---fit prints the least-squares constants of dataset/sharding.h's tuned_root_cost from the
+--fit prints the least-squares constants of apps/dataset/sharding.h's tuned_root_cost from the
 run's tuning times.
 """
 import re
@@ -52,7 +52,7 @@ def pearson(a, b):
 
 
 def shard(costs, parts):
-    """dataset/sharding.h: decreasing cost (ties: lower index), least loaded part (ties: lower part)."""
+    """apps/dataset/sharding.h: decreasing cost (ties: lower index), least loaded part (ties: lower part)."""
     order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
     heap = [(0, k) for k in range(parts)]
     owner = [0] * len(costs)

@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "leir/program_io.h"
-#include "strategies/schedule_state.h"
+#include "ir/leir/program_io.h"
+#include "transform/schedule_state.h"
 
 namespace {
 

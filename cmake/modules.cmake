@@ -94,7 +94,7 @@ function(steptp_add_test_exe exe labels srcs deps)
     STEPTP_BINARY_DIR="${CMAKE_BINARY_DIR}"
     STEPTP_EXE="$<TARGET_FILE:steptp>")
   add_dependencies(${exe} steptp)
-  # Tests that time kernels serialize on a lock of their own build (tune/timing_lock.h), not on
+  # Tests that time kernels serialize on a lock of their own build (search/tune/timing_lock.h), not on
   # the machine-wide one that benchmarks hold for minutes: tests assert behaviour, not figures.
   gtest_discover_tests(${exe} DISCOVERY_TIMEOUT 120 PROPERTIES LABELS "${labels}"
                        ENVIRONMENT "STEPTP_TIMING_LOCK=${CMAKE_BINARY_DIR}/timing.lock")

@@ -7,7 +7,7 @@
 // preceded by a marker ("Qz7", "qz7" for loop variables) that no generator writes of its own.
 // The JSON is read with program_from_json and, when accepted, lowered by every generator.
 // A crash means: an exception other than LeirError; an accepted program whose planted field (for a
-// loop variable: every loop of the parsed body) is not valid for its kind (leir/identifiers.h); the marker in generated source from a field that is
+// loop variable: every loop of the parsed body) is not valid for its kind (ir/leir/identifiers.h); the marker in generated source from a field that is
 // never emitted (alias, role, dtype), or from a name that is not a valid identifier; or a program
 // whose text form (program_to_text) does not read back to the same names and aliases.
 //
@@ -26,12 +26,12 @@
 #include <string>
 #include <string_view>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/tir/tvmscript.h"
-#include "leir/diagnostic.h"
-#include "leir/identifiers.h"
-#include "leir/program_io.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "lower/tir/tvmscript.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/identifiers.h"
+#include "ir/leir/program_io.h"
 
 using namespace steptp;
 

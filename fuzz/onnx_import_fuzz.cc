@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "import/onnx_import.h"
-#include "interp/interpreter.h"
-#include "leir/diagnostic.h"
+#include "front/onnx/onnx_import.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/diagnostic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -17,11 +17,11 @@
 #include <string>
 #include <string_view>
 
-#include "leir/diagnostic.h"
-#include "leir/parser.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "leir/validate.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/validate.h"
 
 using namespace steptp::leir;
 

@@ -5,7 +5,7 @@ A module is a folder of src/ that src/CMakeLists.txt builds as a library with
 `steptp_add_module(NAME DIR DEPS ...)`; its layer is what it links. A source of module A may
 include a header of module B only if A is B or A links B (directly or through its DEPS), so the
 include graph can never point up or sideways past what the build declares, and the module graph
-has no cycle. The drivers on top (src/cli, src/mpi) may include any module.
+has no cycle. The drivers on top (src/driver/cli, src/driver/mpi) may include any module.
 
 Two checks keep the documents true to the tree: every `src/...` path that README.md, ARCHITECTURE.md
 or docs/*.md names exists, and README.md's layout table has a row for every folder of src/.
@@ -16,11 +16,12 @@ import pathlib
 import re
 import sys
 
-# Folders that sit above every library: the CLI executable and the MPI cluster backends.
-DRIVERS = {"cli", "mpi"}
+# The folder above every library: the CLI executable and the MPI cluster backends (driver/cli,
+# driver/mpi) may include any module.
+DRIVERS = "driver"
 
 MODULE = re.compile(r"steptp_add_module\(\s*(\w+)\s+(\S+)((?:\s+[^)\s]+)*)\s*\)")
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+/[^"]+)"', re.M)
 
 
 SET = re.compile(r"set\(\s*(\w+)((?:\s+[^)\s]+)*)\s*\)")
@@ -66,21 +67,29 @@ def closure(deps):
     return reach
 
 
+def module_of(path, modules):
+    """The module folder (a key of `modules`, e.g. "ir/leir") that holds `path` (relative to src/,
+    in / form), "driver" for the drivers, or None."""
+    if path.split("/")[0] == DRIVERS:
+        return DRIVERS
+    return next((m for m in modules if path.startswith(m + "/")), None)
+
+
 def violations(src):
     reach = closure(declared_modules((src / "CMakeLists.txt").read_text()))
     out = []
     for path in sorted(src.rglob("*")):
         if path.suffix not in (".h", ".cc"):
             continue
-        module = path.relative_to(src).parts[0]
-        if module in DRIVERS or module not in reach:
+        module = module_of(path.relative_to(src).as_posix(), reach)
+        if module is None or module == DRIVERS:
             continue
         text = path.read_text(errors="replace")
         for m in INCLUDE.finditer(text):
-            target = m.group(1)
-            if target == module or target not in reach and target not in DRIVERS:
+            target = module_of(m.group(1), reach)
+            if target is None or target == module:
                 continue
-            if target in DRIVERS or target not in reach[module]:
+            if target == DRIVERS or target not in reach[module]:
                 line = text.count("\n", 0, m.start()) + 1
                 out.append(f"{path.relative_to(src.parent)}:{line}: module {module} includes {target}/, "
                            f"which it does not link (src/CMakeLists.txt DEPS of {module})")
@@ -90,7 +99,7 @@ def violations(src):
 # A path under src/ as documents write it (not build/src/..., the binaries' folder); trailing
 # punctuation of the sentence is not part of it.
 DOC_PATH = re.compile(r"(?<![\w/.-])src/[A-Za-z0-9_./-]*[A-Za-z0-9_/]")
-LAYOUT_ROW = re.compile(r"^\|\s*`src/([a-z_]+)/`\s*\|([^|]*)\|", re.M)
+LAYOUT_ROW = re.compile(r"^\|\s*`src/([a-z_/]+)/`\s*\|([^|]*)\|", re.M)
 
 
 def documents(root):
@@ -115,13 +124,20 @@ def layout_table_mismatches(root):
     """One line per folder of src/ that README.md's layout table has no `src/NAME/` row for, and per
     library row whose links column (backquoted module names) is not what src/CMakeLists.txt
     declares it links directly."""
-    rows = {name: set(re.findall(r"`([a-z_]+)`", links))
+    rows = {name: set(re.findall(r"`([a-z_/]+)`", links))
             for name, links in LAYOUT_ROW.findall((root / "README.md").read_text())}
     declared = declared_modules((root / "src" / "CMakeLists.txt").read_text())
-    out = [f"README.md: the layout table has no row for src/{d.name}/"
-           for d in sorted((root / "src").iterdir()) if d.is_dir() and d.name not in rows]
+    # Every folder of src/ and every folder of a layer folder (ir/, front/, ...: one that is not a
+    # module itself) has a row.
+    folders = []
+    for d in sorted((root / "src").iterdir()):
+        if d.is_dir():
+            folders.append(d.name)
+            if d.name not in declared:
+                folders += [f"{d.name}/{c.name}" for c in sorted(d.iterdir()) if c.is_dir()]
+    out = [f"README.md: the layout table has no row for src/{f}/" for f in folders if f not in rows]
     for name, links in sorted(rows.items()):
-        if name in declared and name not in DRIVERS:
+        if name in declared:
             want = {d for d in declared[name] if d in declared}
             if links != want:
                 out.append(f"README.md: the layout table says src/{name}/ links {sorted(links)}, "

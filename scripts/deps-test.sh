@@ -14,7 +14,7 @@ apt_ensure \
   clang \
   openmpi-bin libopenmpi-dev
 # OpenMPI: `mpirun -n 2 steptp generate` in tests/mpi (docs/mpi.md). The main job does not need
-# it: without libopenmpi-dev steptp builds single-process (src/mpi/without_mpi.cc).
+# it: without libopenmpi-dev steptp builds single-process (src/driver/mpi/without_mpi.cc).
 
 # `steptp report` draws its figures with Debian's matplotlib; its test opens the page in headless
 # Chromium. Users of the report command need only python3-matplotlib (README).

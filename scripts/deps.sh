@@ -14,4 +14,4 @@ apt_ensure \
 # kernels; libcpp-httplib: `steptp serve`; libseccomp-dev: the seccomp filters of its sandbox;
 # libonnx/libprotobuf: `steptp import`; libxgboost: the cost model of `steptp tune`; libcurl: the
 # Chat Completions client of `steptp optimize`; libboost-dev (header-only Boost.Math): Student's t
-# quantile of the dataset's speedup confidence intervals (src/dataset/measurement.h).
+# quantile of the dataset's speedup confidence intervals (src/apps/dataset/measurement.h).

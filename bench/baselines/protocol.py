@@ -1,4 +1,4 @@
-"""The timing protocol of steptp's own measurements (src/backend/measure/measure.cc), for baselines
+"""The timing protocol of steptp's own measurements (src/lower/measure/measure.cc), for baselines
 timed from Python: 2 untimed warm-up runs, then timed runs until at least `min_time` seconds and 5
 repeats have passed and the median moved by at most 1% between the first 3/4 of the sample and
 all of it (hard stop at 20 s or 10,000 repeats); warm caches; the statistic is the median.

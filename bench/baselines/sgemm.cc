@@ -1,5 +1,5 @@
 // OpenBLAS sgemm baseline of bench/tune_panel.py (docs/benchmarks.md): C = A·B in f32, row major,
-// M×K times K×N, timed with steptp's protocol (backend/measure) in a process of its own, so no
+// M×K times K×N, timed with steptp's protocol (lower/measure) in a process of its own, so no
 // OpenMP pool of ours spins beside OpenBLAS's threads.
 //   steptp_sgemm [--m 512] [--n 512] [--k 512] [--threads T] [--min-time S] [--json]
 // Prints openblas_get_config() (on stderr, and as "config" in the JSON): Debian's OpenBLAS 0.3.21
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/measure/measure.h"
+#include "lower/measure/measure.h"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" char* openblas_get_config();

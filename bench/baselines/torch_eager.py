@@ -2,7 +2,7 @@
 """PyTorch-eager baseline timer for steptp workloads.
 
 Times a workload's own PyTorch reference (the `torch_reference` source each workload carries,
-src/workloads/workload.h) at given hyper-parameters, dtype and thread count, on inputs drawn at
+src/front/workloads/workload.h) at given hyper-parameters, dtype and thread count, on inputs drawn at
 the program's shapes, and reports median and spread as JSON. Run it with Debian's python3-torch
 (/usr/bin/python3 or the project .venv), never a PyPI wheel.
 

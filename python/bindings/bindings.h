@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "leir/ast.h"
-#include "leir/diagnostic.h"
+#include "ir/leir/ast.h"
+#include "ir/leir/diagnostic.h"
 
 namespace steptp::python {
 

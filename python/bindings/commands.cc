@@ -1,5 +1,5 @@
 // The quick commands: check, verify, strategies, apply, lower, tokens (as the CLI's subcommands
-// of the same names; src/cli/*_cmd.cc).
+// of the same names; src/driver/cli/*_cmd.cc).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -9,17 +9,17 @@
 #include <memory>
 #include <mutex>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/tir/tvmscript.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "lower/tir/tvmscript.h"
 #include "bindings.h"
 #include "json_caster.h"
-#include "leir/validate.h"
-#include "reward/reward.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
-#include "tokenizer/bpe_tokenizer.h"
-#include "verify/verifier.h"
+#include "ir/leir/validate.h"
+#include "apps/reward/reward.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
+#include "front/tokenizer/bpe_tokenizer.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::python {
 

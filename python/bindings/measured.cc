@@ -1,5 +1,5 @@
 // The measured, long-running commands: bench, tune, generate (the CLI's subcommands of the same
-// names). Timing goes through the project's one timing policy (reward/timing.h, tune/runner.h:
+// names). Timing goes through the project's one timing policy (apps/reward/timing.h, search/tune/runner.h:
 // sandboxed child, machine-wide timing lock); the GIL is released throughout.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -8,12 +8,12 @@
 #include <optional>
 
 #include "bindings.h"
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "json_caster.h"
-#include "leir/program_io.h"
-#include "reward/timing.h"
-#include "tune/tuner.h"
-#include "verify/verifier.h"
+#include "ir/leir/program_io.h"
+#include "apps/reward/timing.h"
+#include "search/tune/tuner.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::python {
 
@@ -40,7 +40,7 @@ nlohmann::json bench(const leir::Program& program, const std::optional<leir::Pro
 }
 
 // GenerateOptions from keyword arguments named as its fields (the CLI's options with '_' for '-');
-// fields not given keep their documented defaults (dataset/dataset.h).
+// fields not given keep their documented defaults (apps/dataset/dataset.h).
 dataset::GenerateOptions generate_options(const std::string& out, const nlohmann::json& kwargs) {
   dataset::GenerateOptions o;
   o.out_dir = out;

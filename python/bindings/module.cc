@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "bindings.h"
-#include "interp/interpreter.h"
-#include "reward/reward.h"
+#include "ir/interp/interpreter.h"
+#include "apps/reward/reward.h"
 
 namespace steptp::python {
 

@@ -6,12 +6,12 @@
 
 #include "base/hash.h"
 #include "bindings.h"
-#include "import/onnx_import.h"
+#include "front/onnx/onnx_import.h"
 #include "json_caster.h"
-#include "leir/canonical.h"
-#include "leir/identifiers.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
+#include "ir/leir/canonical.h"
+#include "ir/leir/identifiers.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::python {
 

@@ -1,15 +1,15 @@
-// In-process answer scoring: the reward module `steptp serve` runs for /v1/score (reward/reward.h,
-// reward/answer.h), with the same measurement settings and implausibility check, minus the
+// In-process answer scoring: the reward module `steptp serve` runs for /v1/score (apps/reward/reward.h,
+// apps/reward/answer.h), with the same measurement settings and implausibility check, minus the
 // service's worker sandbox (kernels still run in the timing policy's sandboxed child).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
 #include "json_caster.h"
-#include "reward/answer.h"
-#include "reward/reward.h"
-#include "reward/timing.h"
-#include "tune/timing_lock.h"
+#include "apps/reward/answer.h"
+#include "apps/reward/reward.h"
+#include "apps/reward/timing.h"
+#include "search/tune/timing_lock.h"
 
 namespace steptp::python {
 

@@ -13,10 +13,10 @@
 #include <map>
 #include <optional>
 
-#include "backend/cpu/cpu_program.h"
+#include "lower/cpu/cpu_program.h"
 #include "bindings.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
 
 namespace steptp::python {
 

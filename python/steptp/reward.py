@@ -1,5 +1,5 @@
 """In-process answer scoring: the reward `steptp serve` computes for /v1/score (docs/serve.md,
-src/reward/reward.h), as a function call. python/steptp_reward's verl and TRL reward functions use
+src/apps/reward/reward.h), as a function call. python/steptp_reward's verl and TRL reward functions use
 it when this package is importable."""
 
 from __future__ import annotations

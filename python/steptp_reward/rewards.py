@@ -8,7 +8,7 @@ in `extra_info["reward_context"]`.
 TRL (GRPOTrainer): `reward_funcs=[steptp_reward]`; the dataset's `reward_context` column reaches
 it as a keyword argument. Completions may be strings or conversational message lists.
 
-Both return the reward in [-1, 1] (reward/reward.h documents its parts), or None for "no score":
+Both return the reward in [-1, 1] (apps/reward/reward.h documents its parts), or None for "no score":
 the answer could not be judged for a reason that is not its own (the service timed out or ran out
 of memory outside the answer's kernel run, the machine was not obtained, the service was shutting
 down: 503), so a trainer leaves it out rather than learning from a failure reward. A

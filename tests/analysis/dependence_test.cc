@@ -2,15 +2,15 @@
 // use-def and fresh names — on hand-written programs with hand-derived answers.
 #include <gtest/gtest.h>
 
-#include "analysis/accumulation.h"
-#include "analysis/affine.h"
-#include "analysis/dependence.h"
-#include "analysis/names.h"
-#include "analysis/rewrite.h"
-#include "analysis/structure.h"
-#include "leir/parser.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
+#include "ir/analysis/accumulation.h"
+#include "ir/analysis/affine.h"
+#include "ir/analysis/dependence.h"
+#include "ir/analysis/names.h"
+#include "ir/analysis/rewrite.h"
+#include "ir/analysis/structure.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::analysis {
 namespace {

@@ -1,8 +1,8 @@
-// Read footprints (analysis/footprint.h): boxes and density on hand-derived cases.
+// Read footprints (ir/analysis/footprint.h): boxes and density on hand-derived cases.
 #include <gtest/gtest.h>
 
-#include "analysis/footprint.h"
-#include "leir/parser.h"
+#include "ir/analysis/footprint.h"
+#include "ir/leir/parser.h"
 
 namespace steptp::analysis {
 namespace {

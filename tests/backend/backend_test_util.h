@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "leir/program_io.h"
-#include "leir/tensors.h"
-#include "leir/types.h"
-#include "leir/values.h"
-#include "verify/verifier.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/tensors.h"
+#include "ir/leir/types.h"
+#include "ir/leir/values.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::backend::testing {
 
@@ -91,7 +91,7 @@ inline std::string compare_values(const leir::TensorMap& got, const leir::Tensor
   return "";
 }
 
-// The verifier's element rule (LEIR.md §5, verify/verifier.h): |x - y| <= atol + rtol*|y| with
+// The verifier's element rule (LEIR.md §5, ir/verify/verifier.h): |x - y| <= atol + rtol*|y| with
 // atol = atol_scale * max|y| over the tensor, NaN == NaN, infinities only equal to themselves.
 // `tol` is the loosest per-dtype tolerance of the program (program_tolerance): an all-f64 build
 // keeps f32 intermediates in f64 where the interpreter rounds them, so a program with any f32

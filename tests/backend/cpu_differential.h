@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/cpu_program.h"
+#include "lower/cpu/cpu_program.h"
 #include "backend_test_util.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
 #include "suite.h"
 
 namespace steptp::backend::testing {

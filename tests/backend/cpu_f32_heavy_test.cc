@@ -2,13 +2,13 @@
 // workload (all f64 tensors turned into f32) against the reference interpreter. Batched compiles.
 #include <gtest/gtest.h>
 
-#include "backend/cpu/cpu_program.h"
+#include "lower/cpu/cpu_program.h"
 #include "backend_test_util.h"
 #include "cpu_differential.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
-#include "workloads/workload.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::backend {
 namespace {

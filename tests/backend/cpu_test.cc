@@ -10,15 +10,15 @@
 #include <filesystem>
 #include <thread>
 
-#include "backend/accumulation.h"
-#include "backend/cpu/codegen.h"
-#include "backend/cpu/cpu_program.h"
-#include "backend/cpu/sandbox.h"
+#include "lower/accumulation.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cpu/cpu_program.h"
+#include "lower/cpu/sandbox.h"
 #include "backend_test_util.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
-#include "leir/tensors.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/tensors.h"
 
 namespace steptp::backend {
 namespace {
@@ -433,7 +433,7 @@ TEST(CpuBackend, ReusedBuffersStartAsFreshOnes) {
   check_half(h.outputs);
 }
 
-// Global intermediates live in a workspace the kernel keeps between calls (backend/cpu/codegen.cc):
+// Global intermediates live in a workspace the kernel keeps between calls (lower/cpu/codegen.cc):
 // a call finds the previous call's values there, so each call must come out the same (an
 // accumulation starts from its identity, never from what is left); a large intermediate is not
 // faulted in again on every call (a 40 MB one is above glibc's largest mmap threshold, so a fresh

@@ -15,12 +15,12 @@
 #include <limits>
 #include <sstream>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cpu/cpu_program.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cpu/cpu_program.h"
 #include "backend_test_util.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
-#include "verify/verifier.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::backend {
 namespace {

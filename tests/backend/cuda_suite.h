@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/cuda_codegen.h"
-#include "leir/diagnostic.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "ir/leir/diagnostic.h"
 #include "suite.h"
 
 namespace steptp::backend::testing {

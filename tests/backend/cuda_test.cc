@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "backend/cuda/cuda_codegen.h"
+#include "lower/cuda/cuda_codegen.h"
 #include "backend_test_util.h"
 #include "cuda_suite.h"
-#include "leir/diagnostic.h"
-#include "leir/program_io.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::backend {
 namespace {

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/tir/tvmscript.h"
-#include "leir/diagnostic.h"
-#include "leir/identifiers.h"
-#include "leir/ir_mutator.h"
-#include "leir/program_io.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "lower/tir/tvmscript.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/identifiers.h"
+#include "ir/leir/ir_mutator.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::backend {
 namespace {

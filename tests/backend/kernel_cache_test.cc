@@ -1,4 +1,4 @@
-// The kernel cache on disk (backend/cpu/compiler.h): a size cap kept by least-recently-used
+// The kernel cache on disk (lower/cpu/compiler.h): a size cap kept by least-recently-used
 // eviction, writes only through private temporary directories (nothing at a name another user
 // could guess), concurrent processes compiling one kernel, and diagnostics without paths.
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cpu/compiler.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cpu/compiler.h"
 #include "backend_test_util.h"
 #include "file_text.h"
 

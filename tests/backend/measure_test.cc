@@ -1,10 +1,10 @@
-// Interleaved timing sessions (backend/measure/measure.h): round order, shared reference, caps.
+// Interleaved timing sessions (lower/measure/measure.h): round order, shared reference, caps.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "backend/measure/measure.h"
+#include "lower/measure/measure.h"
 
 namespace steptp::backend {
 namespace {

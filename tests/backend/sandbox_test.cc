@@ -1,4 +1,4 @@
-// The sandbox's profiles (backend/sandbox), applied as serve's worker applies them: a child of
+// The sandbox's profiles (lower/sandbox), applied as serve's worker applies them: a child of
 // fork_limited in a new PID namespace, in a pids cgroup, with a private job directory. Each test
 // checks what a hostile job or kernel tries — read or write outside its directory, open a socket,
 // exec, fork without bound — against each layer: where the layer applied, the attempt must fail;
@@ -21,13 +21,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/compiler.h"
-#include "backend/cpu/cpu_program.h"
-#include "backend/cpu/sandbox.h"
-#include "backend/sandbox/pids_cgroup.h"
-#include "backend/sandbox/profile.h"
+#include "lower/cpu/compiler.h"
+#include "lower/cpu/cpu_program.h"
+#include "lower/cpu/sandbox.h"
+#include "lower/sandbox/pids_cgroup.h"
+#include "lower/sandbox/profile.h"
 #include "backend_test_util.h"
-#include "leir/program_io.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::backend {
 namespace {

@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "backend/tir/tvmscript.h"
+#include "lower/tir/tvmscript.h"
 #include "cpu_differential.h"
 #include "cuda_suite.h"
-#include "leir/diagnostic.h"
-#include "strategies/strategy.h"
+#include "ir/leir/diagnostic.h"
+#include "transform/strategy.h"
 
 namespace steptp::backend {
 namespace {

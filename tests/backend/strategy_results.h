@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "leir/program_io.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
+#include "ir/leir/program_io.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
 #include "suite.h"
 
 namespace steptp::backend::testing {

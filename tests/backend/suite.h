@@ -4,16 +4,16 @@
 //   workloads = every registered workload (workloads/registry) at tiny size, seed 0;
 //   suite     = core + workloads.
 // The strategy test set (inputs of the strategy sweep) is the workloads + the examples + seeded
-// composites (workloads/composite.h), as `steptp strategy-sweep` builds it.
+// composites (front/workloads/composite.h), as `steptp strategy-sweep` builds it.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "backend_test_util.h"
-#include "leir/program_io.h"
-#include "workloads/composite.h"
-#include "workloads/workload.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/composite.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::backend::testing {
 

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/tir/tvmscript.h"
+#include "lower/tir/tvmscript.h"
 #include "backend_test_util.h"
-#include "leir/diagnostic.h"
-#include "leir/program_io.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/program_io.h"
 #include "file_text.h"
 
 namespace steptp::backend {

@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/tir/tvmscript.h"
+#include "lower/tir/tvmscript.h"
 #include "backend_test_util.h"
 #include "suite.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/diagnostic.h"
-#include "leir/program_io.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::backend {
 namespace {

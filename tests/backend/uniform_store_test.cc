@@ -12,14 +12,14 @@
 #include <fstream>
 #include <memory>
 
-#include "backend/cpu/cpu_program.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/tir/tvmscript.h"
+#include "lower/cpu/cpu_program.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "lower/tir/tvmscript.h"
 #include "backend_test_util.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
-#include "leir/validate.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/validate.h"
 #include "file_text.h"
 
 namespace steptp::backend {

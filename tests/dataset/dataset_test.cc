@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/reasoning.h"
-#include "leir/program_io.h"
+#include "apps/dataset/reasoning.h"
+#include "ir/leir/program_io.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -181,7 +181,7 @@ TEST_F(Generated, PromptStatesMachineStepsAndFactsAndAgreesOnTheTask) {
   EXPECT_GT(with_steps, 0);
 }
 
-// The think argues from the step's effect facts with the documented rules (dataset/reasoning.h),
+// The think argues from the step's effect facts with the documented rules (apps/dataset/reasoning.h),
 // and the stored expectation is the rules' verdict; facts recomputed here for steps whose effect
 // is known (a parallelized loop on one timed thread, an unchanged-work reorder).
 TEST_F(Generated, ExpectationFollowsTheRulesFromEffectFacts) {

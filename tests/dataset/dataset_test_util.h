@@ -15,14 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
-#include "dataset/reasoning.h"
+#include "apps/dataset/dataset.h"
+#include "apps/dataset/reasoning.h"
 #include "file_text.h"
-#include "leir/program_io.h"
+#include "ir/leir/program_io.h"
 #include "tune/fake_runner.h"
-#include "tune/runner.h"
-#include "workloads/bench_size.h"
-#include "workloads/workload.h"
+#include "search/tune/runner.h"
+#include "front/workloads/bench_size.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::dataset::testing {
 
@@ -67,7 +67,7 @@ inline GenerateOptions small_search(const std::string& out, uint64_t seed, int p
 // Quiet timings as a pure function of the program (10 runs a side, cv 0.01): vectorizing a loop
 // makes it 2.5x faster, every loop costs 10 % (a split alone is slower), so a path can hold
 // improving, enabling and slower steps whatever the machine's load. As GenerateOptions::tune_runner
-// it times the tuner and the records (dataset/measurement.h), so tests that count records do not
+// it times the tuner and the records (apps/dataset/measurement.h), so tests that count records do not
 // depend on how quiet the machine is.
 class QuietRunner : public tune::Runner {
  public:
@@ -134,7 +134,7 @@ inline std::string think_of(const json& chat) {
 
 // The numbers of a record's `<think>` that are neither in its user message, nor in its answer,
 // nor derivable from the answer by the documented rule: the effect facts of each answer's result
-// program against the parent (dataset/reasoning.h step_effect, recomputed here from the two
+// program against the parent (apps/dataset/reasoning.h step_effect, recomputed here from the two
 // programs, not read from the record) and the result program itself (the IR answer; an action
 // answer gives it by applying the step).
 inline std::vector<std::string> underived_think_numbers(const json& rec, const json& chat) {

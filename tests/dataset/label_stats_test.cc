@@ -1,4 +1,4 @@
-// The label and eval-coverage fields of stats.json (dataset/label_stats.h) on hand-made records:
+// The label and eval-coverage fields of stats.json (apps/dataset/label_stats.h) on hand-made records:
 // the CV of a comparison is the larger of its two sides, the repeats the smaller, confidence
 // bounds and verdicts are counted only where the records carry them, the CV histogram counts each
 // measured comparison in one bucket, and a family is held out by roots or whole.
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/label_stats.h"
+#include "apps/dataset/label_stats.h"
 
 using nlohmann::json;
 

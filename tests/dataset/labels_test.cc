@@ -1,4 +1,4 @@
-// Measured labels (dataset/measurement.h) on scripted timings: the speedup's confidence interval
+// Measured labels (apps/dataset/measurement.h) on scripted timings: the speedup's confidence interval
 // by hand-computed values, re-measurement of noisy sessions and the drop of comparisons that stay
 // noisy, the label rule (improving by the interval's lower bound, enabling by the path's pay-off
 // over the step's parent), one speedup over the root per program, paths ending at their best
@@ -13,13 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/measurement.h"
-#include "dataset/record_stats.h"
-#include "leir/program_io.h"
-#include "tune/database.h"
-#include "tune/runner.h"
+#include "apps/dataset/measurement.h"
+#include "apps/dataset/record_stats.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/database.h"
+#include "search/tune/runner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

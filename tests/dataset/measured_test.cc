@@ -1,4 +1,4 @@
-// `generate --cost measured` (dataset/measurement.h): records carry CPU timings; the output is a
+// `generate --cost measured` (apps/dataset/measurement.h): records carry CPU timings; the output is a
 // deterministic function of the measurement store (identical bytes across --jobs and across an
 // interrupted + resumed run given the same store); a kernel that crashes or runs out of memory
 // costs its comparison, never the run.
@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/measurement.h"
-#include "leir/program_io.h"
-#include "search/search.h"
+#include "apps/dataset/measurement.h"
+#include "ir/leir/program_io.h"
+#include "search/analytic/search.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

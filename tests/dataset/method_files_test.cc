@@ -1,4 +1,4 @@
-// The files by training method (dataset/method_files.h) and the split (dataset/split.h) on a
+// The files by training method (apps/dataset/method_files.h) and the split (apps/dataset/split.h) on a
 // generated dataset (analytic cost, so labels are the model's): SFT holds only improving or
 // enabling answers, no prompt twice, multi answers sorted by speedup; DPO pairs share their
 // prompt and chosen is better; RL prompts carry no answer; no metadata in any message; no line
@@ -14,13 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/method_files.h"
-#include "dataset/prompt.h"
-#include "dataset/split.h"
-#include "dataset/token_stats.h"
-#include "tokenizer/bpe_tokenizer.h"
+#include "apps/dataset/method_files.h"
+#include "apps/dataset/prompt.h"
+#include "apps/dataset/split.h"
+#include "apps/dataset/token_stats.h"
+#include "front/tokenizer/bpe_tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// The shortcut policy on multi-answer records (dataset/shortcut.h): at most multi_trivial_max
+// The shortcut policy on multi-answer records (apps/dataset/shortcut.h): at most multi_trivial_max
 // trivially applicable strategies per answer set, and no strategy in more than
 // multi_per_strategy_cap multi-answer records; stats.json's multi_answer counts match a recount.
 // The cap is shown to bind: without it the most frequent strategy exceeds it.
@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/shortcut.h"
+#include "apps/dataset/shortcut.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

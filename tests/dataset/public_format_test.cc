@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hash.h"
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/public_format.h"
-#include "leir/canonical.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
+#include "apps/dataset/public_format.h"
+#include "ir/leir/canonical.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

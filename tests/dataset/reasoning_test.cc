@@ -1,14 +1,14 @@
-// The reasoning rules of the `<think>` (dataset/reasoning.h) on hand-made steps whose effect is
+// The reasoning rules of the `<think>` (apps/dataset/reasoning.h) on hand-made steps whose effect is
 // known, the prompt's machine and speedup lines, and the agreement statistics.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/reasoning.h"
-#include "leir/program_io.h"
-#include "tune/machine.h"
+#include "apps/dataset/reasoning.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/machine.h"
 
 namespace steptp::dataset {
 namespace {

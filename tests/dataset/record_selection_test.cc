@@ -1,4 +1,4 @@
-// Which of a root's transitions become records (dataset/record_selection.h): the per-root
+// Which of a root's transitions become records (apps/dataset/record_selection.h): the per-root
 // contrast goes to the strategies the root shows least, never to a path step or an improving
 // one; a multi-answer set keeps its last place for the rarest strategy of the state.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dataset/record_selection.h"
+#include "apps/dataset/record_selection.h"
 
 namespace steptp::dataset {
 namespace {
@@ -54,7 +54,7 @@ TEST(RecordSelection, ContrastGoesToTheStrategiesTheRootShowsLeast) {
 }
 
 TEST(RecordSelection, MultiAnswerSetKeepsItsLastPlaceForTheRarestStrategy) {
-  // (loop_split is trivially applicable, dataset/shortcut.h: one such per set here.)
+  // (loop_split is trivially applicable, apps/dataset/shortcut.h: one such per set here.)
   std::vector<search::Transition> ts = {step("loop_reorder", 1), step("loop_reorder", 2), step("loop_split", 3),
                                         step("loop_tiling", 4), step("cancellation", 5)};
   std::vector<size_t> by_cost = {0, 1, 2, 3, 4};

@@ -1,11 +1,11 @@
-// stats.json's record-level fields (dataset/record_stats.h) recomputed here, independently, from
+// stats.json's record-level fields (apps/dataset/record_stats.h) recomputed here, independently, from
 // the steps.jsonl the same run wrote: every number in them is traceable to the records.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
 
 namespace steptp::dataset {

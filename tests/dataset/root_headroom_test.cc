@@ -1,4 +1,4 @@
-// Roots with room to optimize (dataset/root_headroom.h): the bytes every equivalent program must
+// Roots with room to optimize (apps/dataset/root_headroom.h): the bytes every equivalent program must
 // move, and the screen that leaves out roots whose naive time is already near a copy of them.
 #include <gtest/gtest.h>
 
@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/root_headroom.h"
-#include "dataset/root_sizing.h"
-#include "leir/program_io.h"
-#include "tune/database.h"
-#include "tune/roofline.h"
+#include "apps/dataset/root_headroom.h"
+#include "apps/dataset/root_sizing.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/database.h"
+#include "search/tune/roofline.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

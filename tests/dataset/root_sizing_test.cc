@@ -1,5 +1,5 @@
 // The measured bench regime of dataset v2: roots sized by their naive one-core time
-// (dataset/root_sizing.h). Tuned paths ending at their best state: tests/dataset/labels_test.cc.
+// (apps/dataset/root_sizing.h). Tuned paths ending at their best state: tests/dataset/labels_test.cc.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,12 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/root_sizing.h"
-#include "leir/program_io.h"
-#include "workloads/bench_size.h"
-#include "workloads/workload.h"
+#include "apps/dataset/root_sizing.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/bench_size.h"
+#include "front/workloads/workload.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,9 +1,9 @@
-// Sharding of roots over ranks (dataset/sharding.h): longest-processing-time-first on the cost
+// Sharding of roots over ranks (apps/dataset/sharding.h): longest-processing-time-first on the cost
 // estimates, deterministic, and the estimate grows with the work a search does.
 #include <gtest/gtest.h>
 
-#include "dataset/sharding.h"
-#include "workloads/workload.h"
+#include "apps/dataset/sharding.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::dataset {
 namespace {

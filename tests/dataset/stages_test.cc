@@ -1,5 +1,5 @@
 // The filter and split stages of `steptp generate` on hand-made records and roots: each rule of
-// dataset/filter.h and dataset/split.h, counted by reason, seeded.
+// apps/dataset/filter.h and apps/dataset/split.h, counted by reason, seeded.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cuda/cuda_codegen.h"
+#include "lower/cuda/cuda_codegen.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/filter.h"
-#include "dataset/profile.h"
-#include "dataset/split.h"
-#include "leir/program_io.h"
+#include "apps/dataset/filter.h"
+#include "apps/dataset/profile.h"
+#include "apps/dataset/split.h"
+#include "ir/leir/program_io.h"
 
 using nlohmann::json;
 

@@ -1,4 +1,4 @@
-// LEIR vs TVMScript/C++/CUDA token comparison (dataset/token_stats.h): the numbers are the
+// LEIR vs TVMScript/C++/CUDA token comparison (apps/dataset/token_stats.h): the numbers are the
 // tokenizer's counts of the texts each backend emits; a program one target rejects is excluded
 // from every column and counted with its reason; lowered code costs more tokens than LEIR (the
 // Step-TP paper's point); `steptp tokens --compare --json` prints the same numbers.
@@ -11,14 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/codegen.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/tir/tvmscript.h"
-#include "dataset/token_stats.h"
-#include "leir/diagnostic.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "tokenizer/bpe_tokenizer.h"
+#include "lower/cpu/codegen.h"
+#include "lower/cuda/cuda_codegen.h"
+#include "lower/tir/tvmscript.h"
+#include "apps/dataset/token_stats.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "front/tokenizer/bpe_tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// Dataset v2's tune stage (dataset/tuned_trajectory.h, `generate --trajectories tune`): records
+// Dataset v2's tune stage (apps/dataset/tuned_trajectory.h, `generate --trajectories tune`): records
 // come from the tuner's measured search tree — the whole best-found path, step by step from the
 // root, plus the measured alternatives one step off it — every result verified against the root;
 // measured labels never contradict the record's own numbers, an "enabling" label only marks a
@@ -13,15 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dataset/dataset.h"
+#include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
-#include "dataset/tuned_trajectory.h"
-#include "leir/program_io.h"
-#include "verify/verifier.h"
-#include "strategies/sampler.h"
-#include "tune/database.h"
+#include "apps/dataset/tuned_trajectory.h"
+#include "ir/leir/program_io.h"
+#include "ir/verify/verifier.h"
+#include "transform/sampler.h"
+#include "search/tune/database.h"
 #include "tune/fake_runner.h"
-#include "tune/tuner.h"
+#include "search/tune/tuner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -135,7 +135,7 @@ TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
   fs::remove_all(dir.parent_path());
 }
 
-// Every exported answer's label follows from measured fields (the rule of dataset/measurement.h):
+// Every exported answer's label follows from measured fields (the rule of apps/dataset/measurement.h):
 // improving = the lower bound of speedup_ci reaches the threshold; enabling = a path step before
 // the path end, not improving, whose path end is >= threshold faster than the step's parent (the
 // previous path state, or the root) by the lower bound of path.enabled_ci.

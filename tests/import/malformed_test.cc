@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "import/onnx_import.h"
-#include "interp/interpreter.h"
-#include "leir/values.h"
+#include "front/onnx/onnx_import.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/values.h"
 
 namespace steptp::onnx_import {
 namespace {

@@ -24,11 +24,11 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
-#include "import/onnx_import.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/values.h"
-#include "verify/verifier.h"
+#include "front/onnx/onnx_import.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/values.h"
+#include "ir/verify/verifier.h"
 #include "workloads/torch_harness.h"
 
 namespace steptp::onnx_import {

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <string>
 
-#include "leir/values.h"
+#include "ir/leir/values.h"
 
 namespace steptp::interp_test {
 

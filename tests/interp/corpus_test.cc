@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compare_util.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::interp_test {
 namespace {

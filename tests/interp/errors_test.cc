@@ -2,9 +2,9 @@
 // offending construct, the tensor, the index and what would be valid.
 #include <gtest/gtest.h>
 
-#include "interp/interpreter.h"
+#include "ir/interp/interpreter.h"
 #include "interp_test_util.h"
-#include "leir/tensors.h"
+#include "ir/leir/tensors.h"
 
 namespace steptp::interp_test {
 namespace {

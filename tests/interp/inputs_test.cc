@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "interp/domains.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
+#include "ir/interp/domains.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
 #include "interp_test_util.h"
 
 namespace steptp::interp_test {

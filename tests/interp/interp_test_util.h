@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "interp/interpreter.h"
-#include "leir/diagnostic.h"
-#include "leir/program_io.h"
-#include "leir/values.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/values.h"
 
 namespace steptp::interp_test {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "interp/interpreter.h"
+#include "ir/interp/interpreter.h"
 #include "interp_test_util.h"
 
 namespace steptp::interp_test {

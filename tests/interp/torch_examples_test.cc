@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "compare_util.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/program_io.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/program_io.h"
 
 namespace fs = std::filesystem;
 

@@ -1,9 +1,9 @@
-// The canonical form (leir/canonical.h): the edits it undoes give one hash, every other edit —
+// The canonical form (ir/leir/canonical.h): the edits it undoes give one hash, every other edit —
 // one that can change a value or the lowering — another.
 #include <gtest/gtest.h>
 
-#include "leir/canonical.h"
-#include "leir/program_io.h"
+#include "ir/leir/canonical.h"
+#include "ir/leir/program_io.h"
 
 using namespace steptp::leir;
 

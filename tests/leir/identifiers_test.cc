@@ -1,4 +1,4 @@
-// Names and free text where programs enter (leir/identifiers.h): the grammar of each kind of name,
+// Names and free text where programs enter (ir/leir/identifiers.h): the grammar of each kind of name,
 // errors with file:line:col naming the field, aliases that survive both forms whatever they hold,
 // and sizes that overflow 64-bit integers.
 #include <fmt/format.h>
@@ -9,11 +9,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "leir/diagnostic.h"
-#include "leir/identifiers.h"
-#include "leir/program_io.h"
-#include "leir/tensors.h"
-#include "leir/validate.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/identifiers.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/tensors.h"
+#include "ir/leir/validate.h"
 #include "shell_command.h"
 
 namespace fs = std::filesystem;

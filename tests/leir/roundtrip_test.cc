@@ -5,10 +5,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "leir/parser.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "leir/values.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/values.h"
 
 namespace fs = std::filesystem;
 using namespace steptp::leir;

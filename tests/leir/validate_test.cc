@@ -4,9 +4,9 @@
 
 #include <map>
 
-#include "leir/parser.h"
-#include "leir/program_io.h"
-#include "leir/validate.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/validate.h"
 #include "verify/corpus_util.h"
 
 using namespace steptp::leir;

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mpi/launch.h"
+#include "driver/mpi/launch.h"
 #include "mpi/mpi_test_util.h"
 
 namespace fs = std::filesystem;

@@ -3,9 +3,9 @@
 // that site's handle (the prompt `optimize` sends).
 #include <gtest/gtest.h>
 
-#include "dataset/dataset.h"
-#include "leir/program_io.h"
-#include "reward/reward.h"
+#include "apps/dataset/dataset.h"
+#include "ir/leir/program_io.h"
+#include "apps/reward/reward.h"
 
 using nlohmann::json;
 

@@ -14,13 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/dataset_test_util.h"
-#include "dataset/prompt.h"
-#include "leir/program_io.h"
-#include "optimize/policy.h"
-#include "search/search.h"
+#include "apps/dataset/prompt.h"
+#include "ir/leir/program_io.h"
+#include "apps/optimize/policy.h"
+#include "search/analytic/search.h"
 #include "serve/server_process.h"
-#include "tune/trace.h"
-#include "verify/verifier.h"
+#include "search/tune/trace.h"
+#include "ir/verify/verifier.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -118,7 +118,7 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
   EXPECT_NE(events[7]["error"].get<std::string>().find("HTTP 500"), std::string::npos);
   EXPECT_NE(events[8]["error"].get<std::string>().find("HTTP request failed"), std::string::npos) << events[8]["error"];
 
-  // What was sent: the model, the prompt of dataset/prompt.h with the action menu, and one
+  // What was sent: the model, the prompt of apps/dataset/prompt.h with the action menu, and one
   // request per HTTP attempt (the 429 and the 500 retried once, the hang timed out twice).
   auto requests = dataset::testing::lines(dir / "requests.jsonl");
   EXPECT_EQ(requests.size(), 12u);

@@ -13,7 +13,7 @@
 
 #include "shell_command.h"
 #include "file_text.h"
-#include "tune/machine.h"
+#include "search/tune/machine.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

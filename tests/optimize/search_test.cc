@@ -7,12 +7,12 @@
 
 #include <filesystem>
 
-#include "leir/program_io.h"
-#include "optimize/metrics.h"
-#include "optimize/model_runner.h"
-#include "optimize/optimize.h"
-#include "tune/database.h"
-#include "workloads/workload.h"
+#include "ir/leir/program_io.h"
+#include "apps/optimize/metrics.h"
+#include "apps/optimize/model_runner.h"
+#include "apps/optimize/optimize.h"
+#include "search/tune/database.h"
+#include "front/workloads/workload.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

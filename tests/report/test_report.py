@@ -110,7 +110,7 @@ class Report(unittest.TestCase):
 
     def test_cv_histogram_of_measured_comparisons(self):
         # A measured dataset takes minutes to generate: this one's stats.json with the histogram of
-        # 17 measured comparisons, as a measured run writes it (dataset/label_stats.h).
+        # 17 measured comparisons, as a measured run writes it (apps/dataset/label_stats.h).
         with open(os.path.join(self.ds, "stats.json")) as f:
             stats = json.load(f)
         counts = [5, 4, 3, 2, 2, 1]

@@ -2,8 +2,8 @@
 // (each a result with its reason, never an exception).
 #include <gtest/gtest.h>
 
-#include "reward/answer.h"
-#include "tune/trace.h"
+#include "apps/reward/answer.h"
+#include "search/tune/trace.h"
 
 namespace steptp::reward {
 namespace {
@@ -42,7 +42,7 @@ TEST(Answer, ActionFormAcceptsSiteHandles) {
     EXPECT_FALSE(b.ok) << bad;
     EXPECT_NE(b.reason.find("site handle"), std::string::npos) << b.reason;
   }
-  // The handle is tune/trace.h's site address, both ways.
+  // The handle is search/tune/trace.h's site address, both ways.
   for (const tune::SiteAddress& s : {tune::SiteAddress{}, tune::SiteAddress{{0}, {}, 0}, tune::SiteAddress{{2, 1}, {0, 3}, 1}}) {
     auto back = tune::parse_handle(tune::to_handle(s));
     ASSERT_TRUE(back) << tune::to_handle(s);

@@ -1,4 +1,4 @@
-// The "differs" stage judges on the canonical form (leir/canonical.h): every result of every
+// The "differs" stage judges on the canonical form (ir/leir/canonical.h): every result of every
 // strategy must still count as a step. Every registered strategy at every site (up to 3
 // parameter choices) of the 10 examples and of every 4th workload at tiny size: the result's
 // canonical hash differs from its input's — except where the algebraic strategies' whole edit is
@@ -10,12 +10,12 @@
 #include <iostream>
 #include <set>
 
-#include "leir/canonical.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
-#include "workloads/workload.h"
+#include "ir/leir/canonical.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::reward {
 namespace {

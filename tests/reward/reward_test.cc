@@ -7,11 +7,11 @@
 #include <stdexcept>
 
 #include "base/error.h"
-#include "dataset/dataset.h"
-#include "dataset/public_format.h"
-#include "leir/diagnostic.h"
-#include "leir/program_io.h"
-#include "reward/reward.h"
+#include "apps/dataset/dataset.h"
+#include "apps/dataset/public_format.h"
+#include "ir/leir/diagnostic.h"
+#include "ir/leir/program_io.h"
+#include "apps/reward/reward.h"
 
 namespace steptp::reward {
 namespace {

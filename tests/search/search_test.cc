@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "leir/program_io.h"
-#include "search/search.h"
-#include "verify/verifier.h"
+#include "ir/leir/program_io.h"
+#include "search/analytic/search.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::search {
 namespace {

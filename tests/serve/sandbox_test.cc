@@ -1,4 +1,4 @@
-// The job sandbox of a real `steptp serve` (backend/sandbox, docs/serve.md "Isolation"): every
+// The job sandbox of a real `steptp serve` (lower/sandbox, docs/serve.md "Isolation"): every
 // layer is reported in /health and /metrics (applied, or off with its reason), a normal job
 // (verify, compile, measure, score) works inside it, --require-sandbox refuses to start without
 // the full set and names what is missing, and the sandbox's cost per job is measured.
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/sandbox/layers.h"
+#include "lower/sandbox/layers.h"
 #include "serve/server_process.h"
 #include "serve/serve_test_util.h"
 #include "shell_command.h"

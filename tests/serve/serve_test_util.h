@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "leir/printer.h"
-#include "leir/program_io.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::serve::testing {
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "leir/parser.h"
+#include "ir/leir/parser.h"
 #include "strategies/algebraic_test_util.h"
-#include "analysis/algebra.h"
+#include "ir/analysis/algebra.h"
 
 namespace steptp::strategies::testing {
 namespace {

@@ -1,5 +1,5 @@
-// The numeric probes of the algebraic strategies (strategies/algebraic_base.h) run through the
-// reference interpreter, so they follow its scalar semantics (interp/scalar_ops.h: Python // and
+// The numeric probes of the algebraic strategies (transform/algebraic_base.h) run through the
+// reference interpreter, so they follow its scalar semantics (ir/interp/scalar_ops.h: Python // and
 // %) where the former stand-alone evaluator did not (floor(x/y) and x-y*floor(x/y)); and the
 // tolerance still scales with the largest finite magnitude of any node evaluated, if_then_else
 // branches only where taken.
@@ -8,10 +8,10 @@
 #include <regex>
 #include <string>
 
-#include "interp/interpreter.h"
-#include "leir/parser.h"
-#include "leir/program_io.h"
-#include "strategies/algebraic_base.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/program_io.h"
+#include "transform/algebraic_base.h"
 
 namespace steptp::strategies::algebraic {
 namespace {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <regex>
 
-#include "analysis/accumulation.h"
-#include "analysis/algebra.h"
-#include "leir/parser.h"
+#include "ir/analysis/accumulation.h"
+#include "ir/analysis/algebra.h"
+#include "ir/leir/parser.h"
 #include "strategies/algebraic_test_util.h"
 
 namespace steptp::strategies::testing {

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/ir_mutator.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "strategies/strategy.h"
-#include "verify/verifier.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/ir_mutator.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "transform/strategy.h"
+#include "ir/verify/verifier.h"
 
 namespace steptp::strategies::testing {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "strategies/equivalence.h"
-#include "leir/ast.h"
-#include "leir/parser.h"
-#include "leir/program_io.h"
+#include "transform/equivalence.h"
+#include "ir/leir/ast.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/program_io.h"
 
 namespace steptp::testing {
 

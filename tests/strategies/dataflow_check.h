@@ -12,12 +12,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/parser.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "strategies/strategy.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "transform/strategy.h"
 
 namespace steptp::dataflow_test {
 

@@ -5,10 +5,10 @@
 
 #include <map>
 
-#include "leir/printer.h"
+#include "ir/leir/printer.h"
 #include "strategies/check_util.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
 
 namespace steptp::strategies {
 namespace {

@@ -3,9 +3,9 @@
 // reference interpreter.
 #include <gtest/gtest.h>
 
-#include "leir/printer.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
+#include "ir/leir/printer.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
 #include "strategies/check_util.h"
 
 namespace steptp::strategies {

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <thread>
 
-#include "leir/printer.h"
+#include "ir/leir/printer.h"
 #include "strategies/check_util.h"
-#include "strategies/schedule_state.h"
-#include "strategies/site_address.h"
+#include "transform/schedule_state.h"
+#include "transform/site_address.h"
 
 namespace steptp::strategies {
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <tuple>
 
-#include "leir/tensors.h"
-#include "leir/validate.h"
-#include "leir/values.h"
+#include "ir/leir/tensors.h"
+#include "ir/leir/validate.h"
+#include "ir/leir/values.h"
 #include "strategies/dataflow_check.h"
 
 namespace steptp::dataflow_test {

@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "leir/printer.h"
+#include "ir/leir/printer.h"
 #include "strategies/check_util.h"
-#include "strategies/sampler.h"
-#include "strategies/strategy.h"
-#include "workloads/workload.h"
+#include "transform/sampler.h"
+#include "transform/strategy.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::strategies {
 namespace {

@@ -1,7 +1,7 @@
 // BpeTokenizer vs Hugging Face `tokenizers`: a seeded corpus (gen_corpus.py) is tokenized by
 // hf_oracle.py in the project venv (.venv, made by the setup script) and by the C++ class;
 // every id sequence and decoded string must be identical.
-#include "tokenizer/bpe_tokenizer.h"
+#include "front/tokenizer/bpe_tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
-// Features (tune/feature_extractor.h) and the cost model (tune/cost_model.h).
+// Features (search/tune/feature_extractor.h) and the cost model (search/tune/cost_model.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "leir/program_io.h"
-#include "tune/cost_model.h"
-#include "tune/feature_extractor.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/cost_model.h"
+#include "search/tune/feature_extractor.h"
 
 namespace steptp::tune {
 namespace {

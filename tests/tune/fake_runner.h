@@ -1,4 +1,4 @@
-// A deterministic stand-in for the CPU runner (tune/runner.h) in tests of the tuner and of what
+// A deterministic stand-in for the CPU runner (search/tune/runner.h) in tests of the tuner and of what
 // is built on it: timing is a pure function of the program, so searches, labels and stores are
 // reproducible without a quiet machine.
 #pragma once
@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "leir/ast.h"
-#include "tune/runner.h"
+#include "ir/leir/ast.h"
+#include "search/tune/runner.h"
 
 namespace steptp::tune::testing {
 

@@ -1,4 +1,4 @@
-// The machine description (tune/machine.h) and the schedule parameters derived from it: the
+// The machine description (search/tune/machine.h) and the schedule parameters derived from it: the
 // values the schedule rules and the analytic prior used to hard-code for AVX-512 come out of an
 // AVX-512 fingerprint unchanged, and an AVX2 fingerprint gets its own.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/compiler.h"
-#include "tune/machine.h"
+#include "lower/cpu/compiler.h"
+#include "search/tune/machine.h"
 
 namespace steptp::tune {
 namespace {

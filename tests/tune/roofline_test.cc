@@ -1,11 +1,11 @@
-// The roofline statement (tune/roofline.h): the bytes every equivalent program moves and its
+// The roofline statement (search/tune/roofline.h): the bytes every equivalent program moves and its
 // operations, hand-counted on known programs; the shares derived from a copy time; and the
 // CPU runner's copy, which is a timing (the fake and model runners give none).
 #include <gtest/gtest.h>
 
-#include "leir/program_io.h"
-#include "tune/roofline.h"
-#include "tune/runner.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/roofline.h"
+#include "search/tune/runner.h"
 
 namespace steptp::tune {
 namespace {

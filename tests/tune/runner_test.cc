@@ -1,4 +1,4 @@
-// The timing policy (tune/runner.h) and the measurement store (tune/database.h).
+// The timing policy (search/tune/runner.h) and the measurement store (search/tune/database.h).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "leir/program_io.h"
-#include "tune/database.h"
-#include "tune/runner.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/database.h"
+#include "search/tune/runner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

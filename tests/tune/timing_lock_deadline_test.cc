@@ -1,4 +1,4 @@
-// Bounded waits for the timing lock (tune/timing_lock.h): a lock held by another process (any
+// Bounded waits for the timing lock (search/tune/timing_lock.h): a lock held by another process (any
 // process that can open the file and flock it) ends a bounded wait at its deadline with
 // LockTimeout; the service's private lock file is 0600 and refuses files and directories others
 // control; the shared file is created 0644 and never through a planted symlink.
@@ -16,7 +16,7 @@
 #include <functional>
 #include <thread>
 
-#include "tune/timing_lock.h"
+#include "search/tune/timing_lock.h"
 
 namespace steptp::tune {
 namespace {

@@ -1,4 +1,4 @@
-// The CPU-work lock (tune/timing_lock.h) across processes: a measurement that times with every
+// The CPU-work lock (search/tune/timing_lock.h) across processes: a measurement that times with every
 // core waits for CPU work held shared elsewhere; shared holders do not wait for each other.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "tune/timing_lock.h"
+#include "search/tune/timing_lock.h"
 
 namespace steptp::tune {
 namespace {

@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "leir/program_io.h"
+#include "ir/leir/program_io.h"
 #include "shell_command.h"
-#include "tune/database.h"
-#include "tune/trace.h"
-#include "verify/verifier.h"
+#include "search/tune/database.h"
+#include "search/tune/trace.h"
+#include "ir/verify/verifier.h"
 #include "file_text.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The tuner (tune/tuner.h) with a deterministic fake runner: traces replay to the best program's
+// The tuner (search/tune/tuner.h) with a deterministic fake runner: traces replay to the best program's
 // bytes, the best program verifies against its root, a rerun on the same store is identical,
 // and the search reaches a two-step improvement whose first step alone is not faster.
 #include <gtest/gtest.h>
@@ -11,15 +11,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/codegen.h"
-#include "leir/program_io.h"
+#include "lower/cpu/codegen.h"
+#include "ir/leir/program_io.h"
 #include "tune/fake_runner.h"
-#include "tune/cost_model.h"
-#include "tune/schedule_rules.h"
-#include "tune/search_strategy.h"
-#include "tune/tuner.h"
-#include "verify/verifier.h"
-#include "workloads/workload.h"
+#include "search/tune/cost_model.h"
+#include "search/tune/schedule_rules.h"
+#include "search/tune/search_strategy.h"
+#include "search/tune/tuner.h"
+#include "ir/verify/verifier.h"
+#include "front/workloads/workload.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,13 +1,13 @@
-// The tuner's verifier at bench shapes (tune/verification.h): above kInterpreterInstances the root
+// The tuner's verifier at bench shapes (search/tune/verification.h): above kInterpreterInstances the root
 // and each candidate are compiled as f64 builds, run sandboxed on the same seeded inputs and
 // compared with the verifier's element rule.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "leir/program_io.h"
-#include "tune/verification.h"
-#include "workloads/bench_size.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/verification.h"
+#include "front/workloads/bench_size.h"
 
 namespace steptp::tune {
 namespace {

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "verify/corpus_util.h"
-#include "verify/verifier.h"
+#include "ir/verify/verifier.h"
 
 using namespace steptp;
 

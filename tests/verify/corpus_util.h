@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "leir/program_io.h"
-#include "leir/values.h"
+#include "ir/leir/program_io.h"
+#include "ir/leir/values.h"
 
 namespace steptp::testing {
 
@@ -83,7 +83,7 @@ inline std::vector<CorpusPair> corpus_pairs() {
     p.tag = p.workload + "/" + p.strategy + "#" + std::to_string(k++);
     const auto& w = corpus_workloads().at(p.workload);
     auto make = [&](const char* key) {
-      // Named after the workload: the tag's '/' and '#' are no program name (leir/identifiers.h).
+      // Named after the workload: the tag's '/' and '#' are no program name (ir/leir/identifiers.h).
       nlohmann::json rec = {{"name", p.workload}, {"known", w.record["known"]}, {"leir", j[key]}};
       return leir::program_from_json(rec, file);
     };

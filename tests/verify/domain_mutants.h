@@ -1,6 +1,6 @@
 // Mutant battery over every built-in workload with restricted-domain operations (log, sqrt,
 // fractional pow, division, log-sum-exp: those whose inputs reach such an operation,
-// interp/domains.h). A mutant counts when, on in-domain and ordinary inputs drawn independently of
+// ir/interp/domains.h). A mutant counts when, on in-domain and ordinary inputs drawn independently of
 // the verifier's (other seeds), its outputs differ from the original's where the original's are
 // finite: beyond the dtype tolerance, non-finite where the original is finite, or a run-time
 // error. The verifier must accept none of those. Tiny sizes run in the default suite
@@ -14,13 +14,13 @@
 #include <map>
 #include <optional>
 
-#include "interp/domains.h"
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/printer.h"
+#include "ir/interp/domains.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/printer.h"
 #include "verify/mutants.h"
-#include "verify/verifier.h"
-#include "workloads/workload.h"
+#include "ir/verify/verifier.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::testing {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "leir/ast.h"
-#include "leir/ir_mutator.h"
-#include "leir/printer.h"
-#include "leir/tensors.h"
+#include "ir/leir/ast.h"
+#include "ir/leir/ir_mutator.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/tensors.h"
 
 namespace steptp::testing {
 

@@ -5,10 +5,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "leir/program_io.h"
+#include "ir/leir/program_io.h"
 #include "verify/corpus_util.h"
 #include "verify/mutants.h"
-#include "verify/verifier.h"
+#include "ir/verify/verifier.h"
 
 using namespace steptp;
 using steptp::testing::example_programs;

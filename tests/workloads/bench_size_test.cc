@@ -1,10 +1,10 @@
-// The `bench` size class (workloads/bench_size.h): every workload has bench shapes inside the
+// The `bench` size class (front/workloads/bench_size.h): every workload has bench shapes inside the
 // window, within its constraints, the same for the same seed.
 #include <gtest/gtest.h>
 
-#include "leir/program_io.h"
-#include "workloads/bench_size.h"
-#include "workloads/workload.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/bench_size.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::workloads {
 namespace {

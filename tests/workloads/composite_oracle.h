@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/values.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/values.h"
 
 namespace steptp::workloads::testing {
 

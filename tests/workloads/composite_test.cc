@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "composite_oracle.h"
-#include "leir/program_io.h"
-#include "workloads/composite.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/composite.h"
 
 namespace steptp::workloads {
 namespace {

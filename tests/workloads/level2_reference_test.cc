@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "composite_oracle.h"
-#include "leir/program_io.h"
-#include "workloads/level2_chain.h"
-#include "workloads/workload.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/level2_chain.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::workloads {
 namespace {

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "leir/parser.h"
-#include "leir/printer.h"
-#include "leir/program_io.h"
-#include "workloads/builder.h"
-#include "workloads/workload.h"
+#include "ir/leir/parser.h"
+#include "ir/leir/printer.h"
+#include "ir/leir/program_io.h"
+#include "front/workloads/builder.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::workloads {
 namespace {

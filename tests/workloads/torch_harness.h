@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "interp/inputs.h"
-#include "interp/interpreter.h"
-#include "leir/values.h"
-#include "workloads/workload.h"
+#include "ir/interp/inputs.h"
+#include "ir/interp/interpreter.h"
+#include "ir/leir/values.h"
+#include "front/workloads/workload.h"
 
 namespace steptp::workloads::harness {
 

@@ -1,0 +1,152 @@
+#include "apps/dataset/prompt.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "apps/dataset/reasoning.h"
+#include "ir/leir/program_io.h"
+#include "transform/schedule_state.h"
+
+namespace steptp::dataset {
+
+using nlohmann::json;
+
+namespace {
+
+// Parameter choices shown per site; the rest are summarised by their count.
+constexpr size_t kChoicesShown = 6;
+
+std::string menu_text(const std::vector<MenuSite>& menu) {
+  std::string s;
+  std::string last;
+  for (const auto& m : menu) {
+    if (m.strategy != last) s += m.strategy + ":\n";
+    last = m.strategy;
+    s += fmt::format("  {} ({})", tune::to_handle(m.address), m.description);
+    if (m.choices.size() > 1 || !m.choices.front().empty()) {
+      s += " params:";
+      for (size_t k = 0; k < m.choices.size() && k < kChoicesShown; ++k)
+        s += " " + strategies::params_to_json(m.choices[k]);
+      if (m.choices.size() > kChoicesShown) s += fmt::format(" (+{} more)", m.choices.size() - kChoicesShown);
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+AnswerFormat answer_format_from(const std::string& s) {
+  if (s == "ir") return AnswerFormat::IR;
+  if (s == "action") return AnswerFormat::Action;
+  throw std::invalid_argument("answer format must be ir or action (got '" + s + "')");
+}
+
+std::vector<MenuSite> action_menu(const leir::Program& p) {
+  std::vector<MenuSite> menu;
+  const strategies::ScheduleState st(p);
+  for (const auto* s : strategies::all_strategies()) {
+    const auto& sites = s->sites(st);
+    for (size_t i = 0; i < sites.size() && i < kMenuSitesPerStrategy; ++i) {
+      auto choices = s->param_space(st, sites[i]);
+      if (choices.empty()) choices.push_back({});
+      menu.push_back({std::string(s->name()), tune::address_of(sites, i), sites[i].description, std::move(choices)});
+    }
+  }
+  return menu;
+}
+
+namespace {
+
+// The machine in one line (apps/dataset/reasoning.h machine_json).
+std::string machine_text(const json& m) {
+  const int threads = m["threads"].get<int>();
+  return fmt::format("Machine: {}, {} cores; kernels timed on {} thread{}; {} vectors of {} bytes ({} f32 lanes); data "
+                     "caches L1 {} bytes, L2 {} bytes, L3 {} bytes; kernel compiler {} with {}.\n",
+                     m["cpu"].get<std::string>(), m["cores"].dump(), threads, threads == 1 ? "" : "s",
+                     m["vector_isa"].get<std::string>(), m["vector_bytes"].dump(), m["f32_lanes"].dump(),
+                     m["l1_bytes"].dump(), m["l2_bytes"].dump(), m["l3_bytes"].dump(), m["compiler"].get<std::string>(),
+                     m["flags"].get<std::string>());
+}
+
+// The analysis facts of the program (apps/dataset/reasoning.h analysis_json), one line per nest.
+std::string facts_text(const json& a) {
+  std::string s = fmt::format("Analysis facts: {} top-level items, {} statements, {} flops and {} bytes of global "
+                              "memory traffic in total. Per nest:\n",
+                              a["items"].dump(), a["statements"].dump(), a["flops"].dump(), a["bytes"].dump());
+  for (const auto& n : a["nests"]) {
+    s += fmt::format("  item {} {}: writes {}", n["item"].dump(), n["header"].get<std::string>(),
+                     n["writes"].get<std::string>());
+    if (!n["reads"].get<std::string>().empty()) s += ", reads " + n["reads"].get<std::string>();
+    s += fmt::format("; {} iterations, {} flops, {} bytes, {} of {} global accesses contiguous in their innermost "
+                     "loop; loops:",
+                     n["iterations"].dump(), n["flops"].dump(), n["bytes"].dump(), n["contiguous_accesses"].dump(),
+                     n["accesses"].dump());
+    for (const auto& l : n["loops"])
+      s += fmt::format(" {} (extent {}, {}, {})", l["var"].get<std::string>(), l["extent"].dump(),
+                       loop_kind_name(l["kind"].get<std::string>()), l["dependence"].get<std::string>());
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+json prompt_messages(const json& rec, AnswerFormat f) {
+  const bool multi = rec["kind"] == "multi";
+  std::string sys =
+      std::string("You are an expert optimizer of tensor programs written in LEIR, a loop-nest tensor IR. Given a "
+                  "program, its target machine and analysis facts, propose ") +
+      (multi ? "several distinct semantics-preserving optimization steps from the known strategy catalogue, each "
+               "applied on its own to the current program"
+             : "a single semantics-preserving optimization step from the known strategy catalogue") +
+      ". Think step by step inside <think></think>, reasoning only from the facts given, then give the answer as "
+      "JSON inside <answer></answer>.";
+  const std::string& text = rec["parent_program"].get_ref<const std::string&>();
+  const leir::Program program = leir::program_from_text(text);
+  std::string user = "Program (LEIR):\n" + text + "\n";
+  user += rec.value("target", "cpu") == "cuda" ? "Target: GPU (CUDA).\n" : "Target: CPU (C++ with OpenMP).\n";
+  if (rec.contains("machine") && rec["machine"].is_object()) user += machine_text(rec["machine"]);
+  if (rec["steps_so_far"].empty()) {
+    user += "Steps so far: none (the current program is the root).\n";
+  } else {
+    user += "Steps so far (from the root):\n";
+    int k = 0;
+    for (const auto& s : rec["steps_so_far"])
+      user += fmt::format("  {}. {}{} {}\n", ++k, s["strategy"].get<std::string>(),
+                          s.contains("site") ? " at " + s["site"].get<std::string>() : std::string(), s["params"].dump());
+    user += "Speedup of the current program over the root: " +
+            (rec.value("parent_speedup_measured", false) ? rec["parent_speedup_vs_root"].dump() + " (measured)"
+                                                         : std::string("not measured")) +
+            ".\n";
+  }
+  user += facts_text(analysis_json(program));
+  std::string shape = f == AnswerFormat::IR ? "{\"strategy\", \"params\", \"transformed_IR\"}"
+                                            : "{\"strategy\", \"site\", \"params\"}";
+  if (f == AnswerFormat::Action)
+    user += "Applicable strategies, their sites (handle and description) and parameter choices:\n" +
+            menu_text(action_menu(program));
+  user += multi ? "Task: give several distinct valid single optimization steps, as a JSON list of " + shape + "."
+                : "Task: give one valid optimization step as JSON " + shape + ".";
+  if (f == AnswerFormat::Action) user += " \"site\" is a handle from the list above.";
+  if (rec.contains("feedback") && !rec["feedback"].get<std::string>().empty())
+    user += "\nFeedback on your previous proposal: " + rec["feedback"].get<std::string>();
+  return json::array({{{"role", "system"}, {"content", sys}}, {{"role", "user"}, {"content", user}}});
+}
+
+std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index) {
+  const auto* s = strategies::find_strategy(strategy);
+  if (!s) throw std::invalid_argument("unknown strategy " + strategy);
+  auto sites = s->sites(parent);
+  if (index >= sites.size()) throw std::invalid_argument("site index out of range");
+  return tune::to_handle(tune::address_of(sites, index));
+}
+
+json action_answer(const leir::Program& parent, const json& a) {
+  return {{"strategy", a["strategy"]},
+          {"site", site_handle(parent, a["strategy"].get<std::string>(), a["site"]["index"].get<size_t>())},
+          {"params", a["params"]}};
+}
+
+}  // namespace steptp::dataset

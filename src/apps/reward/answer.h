@@ -1,0 +1,50 @@
+// The answer parser shared by `steptp serve` (/v1/score), the Python reward clients (through the
+// service) and `steptp optimize`: it accepts exactly what `steptp generate` teaches.
+//
+// An assistant answer is `<think>…</think><answer>JSON</answer>` (the think part is optional;
+// text around the tags is ignored; the LAST <answer>…</answer> counts, so a model that quotes
+// the format in its reasoning is not misread). JSON is one step object or, for multi-answer
+// prompts, a non-empty list of them. A step object is either
+//   * IR form (train.jsonl, Step-TP): {"strategy"?, "params"?, "transformed_IR": LEIR}, where the
+//     LEIR is a whole program (signature + body, as train.jsonl writes it) or only the compact
+//     body (as public_train.jsonl writes it; the parent's signature is then prepended); or
+//   * action form: {"strategy": NAME, "site": K or HANDLE, "params"?: {...}}: steptp applies
+//     strategy NAME at its K-th site (the index `steptp apply --explain` lists) or at the site
+//     with that stable handle ("@0/1.2": search/tune/trace.h's site address, as `optimize` prompts and
+//     `generate --answer-format action` list them) with those parameters (omitted: the site's
+//     only parameter choice, or its first one).
+// Parsing never throws: a bad answer is a result with `ok == false` and a reason.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace steptp::reward {
+
+struct Step {
+  enum class Form { IR, Action };
+  Form form = Form::IR;
+  std::string strategy;            // may be empty in IR form
+  std::optional<int> site;         // action form, by index ...
+  std::string site_handle;         // ... or by stable handle (search/tune/trace.h to_handle)
+  std::optional<nlohmann::json> params;  // object, when given
+  std::string ir;                  // IR form
+};
+
+struct ParsedAnswer {
+  bool ok = false;
+  std::string reason;       // why not, when !ok ("no <answer> tag", "answer JSON: ...", ...)
+  bool list = false;        // the answer was a JSON list (multi-answer prompt)
+  std::vector<Step> steps;  // >= 1 when ok
+};
+
+// Answers longer than this are refused unparsed (a runaway generation).
+inline constexpr size_t kMaxAnswerBytes = size_t{1} << 20;
+
+ParsedAnswer parse_answer(std::string_view assistant_text);
+
+}  // namespace steptp::reward

@@ -1,0 +1,130 @@
+// Seeded greedy / beam search over strategy applications (issue 6, step 2 of the pipeline).
+//
+// From a root program, each state is expanded by every registered strategy: up to
+// `sites_per_strategy` sites and `params_per_site` parameter choices per site are drawn with the
+// strategies sampler (choose_indices, seeded by (seed, state, strategy)), applied, verified against
+// the ROOT with verify::verify, and the survivors are scored by a cost function. Only exact and
+// reassoc verdicts count as verified (never inconclusive); a root that gives the verifier no
+// evidence is reported (SearchStats::root_inconclusive) and not searched. Greedy keeps the
+// best improving candidate; beam keeps the B best distinct candidates over the whole frontier.
+// Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
+// can keep informative non-improving steps.
+//
+// Cost: model_cost(), a deterministic analytic model (flops, global/local bytes, parallel and
+// vector loops), ranks and prunes candidates — results carry measured=false. `steptp generate`
+// keeps the model here (so trajectories never depend on timing noise) and times the transitions
+// that become records afterwards, on the CPU backend (apps/dataset/measurement.h); measured search is
+// the tuner's (tune/). Determinism: nothing depends on time or thread scheduling.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/leir/ast.h"
+#include "transform/strategy.h"
+#include "ir/verify/verifier.h"
+
+namespace steptp::search {
+
+// Static facts of a program used by the cost model and by the CoT. Flops count the arithmetic of
+// values (subscript arithmetic is addressing, not flops); bytes the global-scope accesses.
+struct NestFacts {
+  std::string header;            // "P^{8}_{a=0} L^{16}_{b=0}"
+  std::vector<int64_t> extents;  // loop extents, outermost first
+  int64_t iterations = 0;        // product of all loop extents enclosing statements (summed)
+  int64_t flops = 0;             // arithmetic operations executed
+  int64_t bytes = 0;             // bytes of global-scope accesses executed
+  int64_t local_accesses = 0;    // accesses of l/s-scope buffers executed
+  int64_t parallel_loops = 0;    // P / B loops in the nest
+  int64_t vector_loops = 0;      // V loops
+  int64_t carried_loops = 0;     // loops that carry a dependence (analysis::check_loop)
+  int64_t reduction_loops = 0;   // loops whose only dependence is an accumulation
+  // Executed global accesses, and those whose address moves by at most one element per
+  // iteration of the statement's innermost loop of extent > 1 (unit stride or invariant): the
+  // accesses that stream through cache lines and SIMD lanes.
+  int64_t accesses = 0;
+  int64_t contiguous_accesses = 0;
+};
+struct ProgramFacts {
+  std::vector<NestFacts> nests;  // top-level nests in order
+  int64_t flops = 0, bytes = 0, local_accesses = 0, statements = 0;
+  int64_t accesses = 0, contiguous_accesses = 0;
+};
+ProgramFacts program_facts(const leir::Program& p);
+
+struct Cost {
+  double value = 0;    // lower is better (model units or microseconds)
+  bool measured = false;
+};
+// cost = (flops + bytes/4 + 0.25*local accesses) / parallel speedup / vector speedup, per nest.
+Cost model_cost(const leir::Program& p);
+
+enum class Mode { Greedy, Beam };
+
+struct SearchOptions {
+  uint64_t seed = 0;
+  Mode mode = Mode::Greedy;
+  int beam = 3;
+  int depth = 3;
+  int sites_per_strategy = 2;
+  int params_per_site = 2;
+  int verify_trials = 3;
+  double improve_threshold = 1.0005;  // speedup vs parent above which a step counts as improving
+};
+
+struct Step {
+  std::string strategy;
+  strategies::Params params;
+};
+
+struct Transition {
+  int depth = 0;                 // 1 for a step from the root
+  int state = 0;                 // index of the parent state in the search (0 = root)
+  std::vector<Step> steps_so_far;
+  std::string strategy;
+  int site_index = 0;
+  strategies::Site site;
+  strategies::Params params;
+  strategies::Exactness exactness = strategies::Exactness::Exact;
+  leir::Program parent, result;
+  verify::VerifyReport report;
+  Cost cost_root, cost_parent, cost_result;
+  bool improving = false;
+  bool chosen = false;           // on a kept trajectory (expanded further)
+  uint64_t result_hash = 0;
+  // Set for the steps of a tuned trajectory (apps/dataset/tuned_trajectory.h): the step's 1-based
+  // position on the root's best-found path, the path's length and its confirmed speedup over the
+  // root. 0 for every other transition.
+  int path_step = 0, path_length = 0;
+  double path_speedup = 0;
+  // Tuned transitions whose result the tuner measured: its learned cost model's prediction of the
+  // speedup over the root when it selected the candidate.
+  std::optional<double> learned_speedup_vs_root;
+  // ... and whether the tuner's own session found it faster than its parent (when it measured
+  // both): what the record filters rank a tuned state's steps by (the exported label comes from
+  // the records' re-measurement).
+  std::optional<bool> tuner_faster;
+};
+
+struct SearchStats {
+  int states = 0, candidates = 0, verified = 0, failed = 0, duplicates = 0;
+  // The root's outputs were mostly NaN/inf on every verification input set (ir/verify/verifier.h
+  // evidence rule): no candidate could be verified, the search did not run.
+  bool root_inconclusive = false;
+  double root_finite_share = 0;  // largest share of finite root output elements on those input sets
+  double search_s = 0, verify_s = 0, cost_s = 0;  // wall time (reporting only, never in output)
+};
+
+struct SearchResult {
+  std::vector<Transition> transitions;  // in deterministic expansion order
+  SearchStats stats;
+};
+
+SearchResult run_search(const leir::Program& root, const SearchOptions& opts);
+
+// Speedup a/b rounded to 4 significant decimals (as stored in records).
+double round_ratio(double num, double den);
+
+}  // namespace steptp::search

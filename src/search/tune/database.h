@@ -1,0 +1,45 @@
+// The measurement store: measurements are facts recorded once in SQLite, not re-drawn, so every
+// consumer (the tuner, the dataset) is a deterministic function of its inputs and the store. A
+// run, a resumed run (kill -9 + rerun) or a run with more workers takes what it finds and
+// measures only the missing entries.
+//
+// Keys are content hashes (measurement_key) of the machine fingerprint (search/tune/machine.h), the
+// measured programs' texts and the measurement options: stores copied between machines,
+// compilers or thread counts never answer for each other. Failures (compile error, crash,
+// timeout) are stored too, so a rerun drops the same candidates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+struct sqlite3;
+
+namespace steptp::tune {
+
+class MeasurementStore {
+ public:
+  explicit MeasurementStore(const std::string& path);  // throws std::runtime_error
+  ~MeasurementStore();
+  MeasurementStore(const MeasurementStore&) = delete;
+  MeasurementStore& operator=(const MeasurementStore&) = delete;
+
+  std::optional<nlohmann::json> get(const std::string& key);
+  // One transaction; an entry that is already stored (another worker was first) is kept.
+  void put_all(const std::vector<std::pair<std::string, nlohmann::json>>& entries);
+  int64_t size();
+  // Every (key, value), in key order (to merge stores: put_all into another).
+  std::vector<std::pair<std::string, nlohmann::json>> entries();
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Content hash of the parts (each NUL-terminated, so no two lists collide).
+std::string measurement_key(const std::vector<std::string>& parts);
+
+}  // namespace steptp::tune

@@ -1,0 +1,35 @@
+// Features of a program as the CPU backend lowers it (lower/cpu/codegen.h: the outermost run
+// of P/B loops becomes one OpenMP parallel region, a V loop `omp simd`, U loops unrolled; GCC
+// auto-vectorizes an innermost loop whose accesses are unit-stride or invariant). One fixed-length
+// vector per program, each statement weighted by its share of the executed statement instances:
+// loop extents and kinds, the stride class of every access at the innermost loop, the footprint
+// of the loops from each level inward against the machine's L1/L2/L3 (reuse per cache level and
+// the traffic beyond it), the vectorizable inner extent, the parallel extent against the core
+// count, arithmetic intensity — and the analytic estimate (analytic_estimate) as one more input.
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <vector>
+
+#include "ir/leir/ast.h"
+#include "search/tune/machine.h"
+
+namespace steptp::tune {
+
+inline constexpr size_t kFeatureCount = 26;
+using Features = std::array<float, kFeatureCount>;
+
+// Names in order (for reports and tests).
+const std::array<std::string_view, kFeatureCount>& feature_names();
+
+// Throws leir::LeirError for an invalid program.
+Features extract_features(const leir::Program& p, const Machine& m);
+
+// The cold-start prior: an analytic time estimate (arbitrary units, lower is faster) from the same
+// walk — per statement instance, arithmetic plus memory accesses priced by stride class, divided
+// by the effective vector and parallel width, plus the traffic that misses L2 priced by
+// bandwidth. Unlike search::model_cost it sees strides, caches and the machine's core count.
+double analytic_estimate(const leir::Program& p, const Machine& m);
+
+}  // namespace steptp::tune

@@ -1,0 +1,49 @@
+// Schedule rules: the programs a compiler would try first, as chains of ordinary, replayable
+// steps (MetaSchedule's schedule rules, but spelled in the 43 strategies so that every step of a
+// chain is a dataset step like any other). The tuner measures the chains' end programs first.
+//  * parallel: loop_parallelization at its first site, again and again (every outermost
+//    independent loop parallel);
+//  * vector: loop_vectorization alike (every innermost independent loop vectorized);
+//  * parallel + vector;
+//  * register tiling (MetaSchedule's multi-level tiling for CPUs), per top-level nest that is one
+//    accumulation over spatial and reduction loops: give an input read with the output column in
+//    an earlier dimension (x @ W^T) the transposed layout (layout_transformation), split the
+//    unit-stride output loop into blocks of `cols` (whole vectors; a loop that does not divide
+//    is the block's columns whole when rows x its vectors fit the accumulator budget) and the
+//    innermost other output loop that divides into blocks of `rows`, move every reduction loop between the
+//    block loops and the blocks (transpositions, one step each), unroll the rows, vectorize the
+//    columns; and parallelize an outer loop of every nest of the program whose loops all run on
+//    one core (a batch of one). The CPU lowering keeps such a rows x cols block of the output in
+//    registers over the reduction
+//    (lower/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
+//    micro-kernel. The block shapes, vector width and accumulator budget come from the machine
+//    (search/tune/machine.h schedule_params): with AVX-512's 32 registers 8 rows x 2 vectors, 8 x 1 (on
+//    the 2-core AVX-512 VM of docs/tune.md 4-6% faster than 8 x 2 on a 512^3 GEMM, interleaved;
+//    MetaSchedule's best there has it too) and 4 x 1; with AVX2's 16, 8 x 1 and 4 x 1;
+//  * register tiling (8 x 1) then parallel + vector over the heavy nests the tiling left alone
+//    (a GEMM's epilogue, attention's softmax);
+//  * every accumulation vectorized along its output's unit-stride loop with its reduction loops
+//    moved outside that loop (no register block: the schedule for extents that divide into no
+//    block, as bench draws often do), then parallel + vector over the other heavy nests.
+// "parallel" over a nest whose loops already run on every core (a B loop) adds nothing: the
+// chains that follow a tiling parallelize only nests with no parallel loop.
+#pragma once
+
+#include <vector>
+
+#include "ir/leir/ast.h"
+#include "search/tune/machine.h"
+#include "search/tune/trace.h"
+
+namespace steptp::tune {
+
+struct RuleStep {
+  TraceStep step;
+  leir::Program program;  // after the step
+};
+using RuleChain = std::vector<RuleStep>;
+
+// The chains from `root` (each at most `max_steps` long; empty chains are left out).
+std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps);
+
+}  // namespace steptp::tune

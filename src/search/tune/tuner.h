@@ -1,0 +1,104 @@
+// `steptp tune`: measurement-guided search from one root program (issue 13).
+//
+// Rounds of EvolutionarySearch (expand, rank with the cost model, select) → verify each selected
+// candidate against the root (search/tune/verification.h; a candidate that is not `equivalent` is
+// dropped) → time it against the root in one interleaved session (search/tune/runner.h) → retrain the
+// cost model on every measurement so far — until `trials` candidates have been tried (verified or
+// not: each selected candidate is one trial) or `time_limit_s` has passed.
+//
+// The three best candidates are then timed again against the root in a fresh session and the
+// best confirmed one is the result (so one lucky measurement cannot win). Then the best-found
+// program's trace is timed step by step (each step's result against its
+// parent, interleaved): which steps were faster on their own and which only enabled later ones.
+// These comparisons are not trials.
+//
+// Determinism: every measurement and verification verdict is a fact in the store (keyed by the
+// runner's identity — machine fingerprint, options — and the programs' texts). Given the same
+// root, options, seed and a store that already holds every fact the run needs, the result is a
+// pure function of them: a rerun writes identical bytes, and a run killed at any point resumes
+// (it replays the rounds, finds the facts stored so far and measures only the rest) and ends
+// equal to a rerun on its final store. A time limit is the exception: where it stops depends on
+// the clock (rerun with --trials equal to the trials it reached to reproduce it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/leir/ast.h"
+#include "search/tune/machine.h"
+#include "search/tune/roofline.h"
+#include "search/tune/runner.h"
+#include "search/tune/search_strategy.h"
+#include "search/tune/trace.h"
+
+namespace steptp::tune {
+
+struct TuneOptions {
+  int trials = 64;
+  double time_limit_s = 0;  // 0: none
+  int threads = 0;          // timed OpenMP threads; 0: all cores
+  uint64_t seed = 0;
+  std::string store_path;   // SQLite measurement store (created if missing)
+  EvolutionaryOptions search;  // its seed is derived from `seed`
+  backend::MeasureOptions measure{.warmup = 2, .min_time_s = 0.1, .min_repeats = 5, .max_time_s = 2.0,
+                                  .stable_rel = 0.02};
+  bool time_trajectory = true;  // time the best trace step by step
+  bool roofline = true;         // time the copy of the root's unavoidable bytes (TuneResult::roofline)
+  Runner* runner = nullptr;     // null: a CpuRunner with `measure` and `threads`
+};
+
+struct Progress {
+  int trials = 0, budget = 0, round = 0;
+  double root_ms = 0, best_ms = 0, speedup = 1;
+};
+
+struct StepTiming {
+  bool measured = false;
+  double speedup_vs_parent = 1;  // median(parent) / median(step result), one session
+  bool faster = false;           // clears_noise
+  std::optional<double> speedup_vs_root;  // when the search measured this state
+};
+
+struct Trial {
+  int node = 0, round = 0;
+  std::string strategy_path;  // "loop_reorder > loop_tiling > ..."
+  Trace trace;                // the candidate's steps from the root
+  bool verified = false, ok = false;
+  std::string error;          // why not verified / not measured
+  double predicted = 0;       // model's log2 speedup at selection
+  bool learned = false;       // ... by the trained model (false: the analytic cold-start prior)
+  backend::Comparison cmp;    // a = root, b = candidate
+};
+
+struct TuneResult {
+  leir::Program root, best;
+  Trace best_trace;
+  std::vector<StepTiming> trajectory;  // one per best_trace step
+  double root_ms = 0, best_ms = 0, speedup = 1;
+  int trials = 0, measured = 0, not_verified = 0, failed = 0;
+  std::vector<Trial> history;
+  SearchStats search;
+  std::string verification;  // method
+  Machine machine;
+  nlohmann::json cost_model;  // ranking quality on held-out trials: learned vs analytic
+  std::optional<Roofline> roofline;  // when the runner times (not the model runner, not a fake)
+  // Reporting only (never in the deterministic files):
+  int measured_now = 0, reused = 0;
+  double wall_s = 0;
+};
+
+// Throws std::runtime_error (store, XGBoost) and leir::LeirError (invalid root).
+TuneResult tune(const leir::Program& root, const TuneOptions& o,
+                const std::function<void(const Progress&)>& progress = {});
+
+// The deterministic summary (everything but wall time and store reuse counts).
+nlohmann::json result_json(const TuneResult& r);
+// The best trace as JSON steps with their timings.
+nlohmann::json trajectory_json(const TuneResult& r);
+
+}  // namespace steptp::tune
