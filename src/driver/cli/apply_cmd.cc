@@ -12,27 +12,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "apps/api/api.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
-#include "ir/leir/diagnostic.h"
-#include "ir/leir/printer.h"
 #include "ir/leir/program_io.h"
-#include "transform/sampler.h"
 #include "transform/strategy.h"
 #include "ir/verify/verifier.h"
 
 namespace steptp::cli {
 namespace {
-
-nlohmann::ordered_json candidate_json(const strategies::Candidate& c, const verify::VerifyReport* verdict) {
-  nlohmann::ordered_json j = {{"strategy", c.strategy},
-                              {"site", c.site},
-                              {"params", nlohmann::json::parse(strategies::params_to_json(c.params))},
-                              {"class", std::string(strategies::to_string(c.exactness))}};
-  if (verdict) j["verdict"] = nlohmann::ordered_json::parse(verify::to_json(*verdict));
-  j["program"] = leir::program_to_json(c.program);
-  return j;
-}
 
 RegisterCommand apply_cmd{{"apply", "apply one strategy to a program", [](CLI::App& sub) {
   struct Opts {
@@ -59,53 +47,45 @@ RegisterCommand apply_cmd{{"apply", "apply one strategy to a program", [](CLI::A
       std::cerr << "error: unknown or unimplemented strategy '" << o->strategy << "' (see `steptp strategies`)\n";
       return 2;
     }
-    for (const auto& p : onnx_import::read_programs_any(o->file)) {
-      const strategies::ScheduleState st(p);
-      if (o->explain) {
-        const auto& sites = s->sites(st);
-        for (size_t i = 0; i < sites.size(); ++i) {
-          if (o->json) std::cout << nlohmann::json{{"site", i}, {"where", sites[i].description}, {"applies", true}}.dump() << "\n";
-          else std::cout << "site " << i << ": " << sites[i].description << ": applies\n";
+    for (auto& p : onnx_import::read_programs_any(o->file)) {
+      api::ApplyRequest req;
+      req.program = std::move(p);
+      req.strategy = s;
+      if (o->site >= 0) req.site = o->site;
+      req.all = o->all;
+      req.samples = o->samples;
+      req.seed = o->seed;
+      req.verify = !o->no_verify;
+      req.explain = o->explain;
+      const api::ApplyResult r = api::apply(std::move(req));
+      if (!o->explain) {
+        for (const auto& a : r.results) {
+          auto j = api::applied_json<nlohmann::ordered_json>(a);
+          j["program"] = leir::program_to_json(a.candidate.program);
+          std::cout << j.dump() << "\n";
         }
-        for (const auto& r : s->explain(st)) {
-          if (o->json) std::cout << nlohmann::json{{"where", r.site}, {"applies", false}, {"reason", r.reason}}.dump() << "\n";
-          else std::cout << "refused: " << r.site << ": " << r.reason << "\n";
-        }
+        continue;
       }
-      std::vector<strategies::Candidate> results;
-      if (o->all || o->site >= 0) {
-        strategies::SampleOptions so;
-        so.seed = o->seed;
-        so.per_site = o->samples;
-        if (o->site >= 0) so.only_site = o->site;
-        results = strategies::sample_candidates(*s, st, so);
-      } else if (auto c = strategies::sample_one(*s, p, o->seed)) {
-        results.push_back(std::move(*c));
+      for (size_t i = 0; i < r.sites.size(); ++i) {
+        if (o->json) std::cout << nlohmann::json{{"site", i}, {"where", r.sites[i].description}, {"applies", true}}.dump() << "\n";
+        else std::cout << "site " << i << ": " << r.sites[i].description << ": applies\n";
       }
-      for (const auto& c : results) {
-        if (o->no_verify) {
-          if (!o->explain) std::cout << candidate_json(c, nullptr).dump() << "\n";
-          continue;
-        }
-        verify::VerifyOptions vo;
-        vo.seed = o->seed;
-        const verify::VerifyReport r = verify::verify(p, c.program, vo);
-        if (r.equivalent) {
-          if (!o->explain) std::cout << candidate_json(c, &r).dump() << "\n";
-          continue;
-        }
-        if (!o->explain) continue;
-        const std::string params = strategies::params_to_json(c.params);
-        const std::string why = r.error.empty() ? std::string("an output element is out of tolerance") : r.error;
+      for (const auto& refusal : r.refusals) {
+        if (o->json) std::cout << nlohmann::json{{"where", refusal.site}, {"applies", false}, {"reason", refusal.reason}}.dump() << "\n";
+        else std::cout << "refused: " << refusal.site << ": " << refusal.reason << "\n";
+      }
+      for (const auto& d : r.dropped) {
+        const verify::VerifyReport& v = *d.verdict;
+        const std::string why = v.error.empty() ? std::string("an output element is out of tolerance") : v.error;
         if (o->json)
-          std::cout << nlohmann::ordered_json{{"site", c.site}, {"params", nlohmann::json::parse(params)},
-                                              {"verified", false}, {"verdict", nlohmann::json::parse(verify::to_json(r))},
+          std::cout << nlohmann::ordered_json{{"site", d.candidate.site}, {"params", d.params},
+                                              {"verified", false}, {"verdict", nlohmann::json::parse(verify::to_json(v))},
                                               {"reason", why}}
                            .dump()
                     << "\n";
         else
-          std::cout << "dropped: site " << c.site << " " << params << ": " << verify::to_string(r.verdict) << ": " << why
-                    << "\n";
+          std::cout << "dropped: site " << d.candidate.site << " " << d.params.dump() << ": " << verify::to_string(v.verdict)
+                    << ": " << why << "\n";
       }
     }
     return 0;

@@ -11,11 +11,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "lower/cpu/cpu_program.h"
-#include "lower/measure/measure.h"
+#include "apps/api/api.h"
+#include "apps/reward/timing.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
-#include "ir/interp/inputs.h"
 #include "ir/leir/program_io.h"
 
 namespace steptp::cli {
@@ -25,10 +24,6 @@ leir::Program only_program(const std::string& file) {
   auto ps = onnx_import::read_programs_any(file);
   if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
   return ps.front();
-}
-
-nlohmann::json stats_json(const backend::TimingStats& s) {
-  return {{"median_ms", s.median_ms}, {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"cv", s.cv}, {"repeats", s.repeats}};
 }
 
 RegisterCommand bench_cmd{{"bench", "time a program compiled for the CPU (optionally against another)",
@@ -52,45 +47,31 @@ RegisterCommand bench_cmd{{"bench", "time a program compiled for the CPU (option
   sub.add_flag("--flush", o->flush, "flush the caches before every timed run");
   sub.add_flag("--json", o->json, "one JSON object on stdout");
   return [o]() -> int {
-    backend::MeasureOptions m;
-    m.threads = o->threads;
-    m.min_time_s = o->min_time;
-    m.flush_cache = o->flush;
-    std::vector<leir::Program> programs{only_program(o->file)};
-    if (!o->against.empty()) programs.push_back(only_program(o->against));
-    std::vector<backend::cpu::CpuBuildResult> built;
-    if (o->vs_scalar_math) {
-      backend::cpu::KernelCompiler scalar({.vector_math = false});
-      built = backend::cpu::build_cpu_programs(programs, {}, &scalar);
-      built.push_back(backend::cpu::build_cpu_programs(programs).front());
-      programs.push_back(programs[0]);
-      programs[0].name += " (scalar math)";
-    } else {
-      built = backend::cpu::build_cpu_programs(programs);
-    }
-    for (size_t i = 0; i < built.size(); ++i)
-      if (!built[i].program) throw std::runtime_error(fmt::format("{}: {}", programs[i].name, built[i].error));
-    auto inputs = interp::generate_inputs(programs[0], o->seed);
-    auto ba = built[0].program->bind(inputs);
-    const auto& pa = *built[0].program;
-    if (built.size() == 1) {
-      auto s = backend::measure([&] { pa.run(*ba); }, m);
-      if (o->json) std::cout << stats_json(s).dump() << "\n";
+    api::BenchRequest req;
+    req.options.threads = o->threads;
+    req.options.min_time_s = o->min_time;
+    req.options.flush_cache = o->flush;
+    req.programs.push_back(only_program(o->file));
+    if (!o->against.empty()) req.programs.push_back(only_program(o->against));
+    req.vs_scalar_math = o->vs_scalar_math;
+    req.seed = o->seed;
+    const api::BenchResult r = api::bench(std::move(req));
+    if (!r.comparison) {
+      const auto& s = r.stats;
+      if (o->json) std::cout << reward::to_json(s).dump() << "\n";
       else std::cout << fmt::format("{}: median {:.4f} ms (min {:.4f}, max {:.4f}, cv {:.3f}, {} repeats)\n",
-                                    programs[0].name, s.median_ms, s.min_ms, s.max_ms, s.cv, s.repeats);
+                                    r.names[0], s.median_ms, s.min_ms, s.max_ms, s.cv, s.repeats);
       return 0;
     }
-    auto bb = built[1].program->bind(inputs);
-    const auto& pb = *built[1].program;
-    auto c = backend::compare_interleaved([&] { pa.run(*ba); }, [&] { pb.run(*bb); }, m);
+    const auto& c = *r.comparison;
     if (o->json) {
-      auto j = stats_json(c.b);
+      auto j = reward::to_json(c.b);
       j["speedup"] = c.speedup;
-      j["baseline"] = stats_json(c.a);
+      j["baseline"] = reward::to_json(c.a);
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format("{}: median {:.4f} ms (cv {:.3f})\n{}: median {:.4f} ms (cv {:.3f})\nspeedup {:.3f}x ({} interleaved repeats)\n",
-                               programs[0].name, c.a.median_ms, c.a.cv, programs[1].name, c.b.median_ms, c.b.cv,
+                               r.names[0], c.a.median_ms, c.a.cv, r.names[1], c.b.median_ms, c.b.cv,
                                c.speedup, c.b.repeats);
     }
     return 0;

@@ -7,10 +7,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "apps/api/api.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
 #include "ir/leir/printer.h"
-#include "ir/leir/program_io.h"
 #include "ir/leir/validate.h"
 
 namespace steptp::cli {
@@ -52,8 +52,8 @@ RegisterCommand check_cmd{{"check", "validate programs statically and summarize 
         rc = 1;
         continue;
       }
-      for (const auto& p : programs) {
-        auto report = leir::validate_all(p);
+      for (auto& p : programs) {
+        const auto report = api::check({.program = std::move(p)}).report;
         for (const auto& e : report.errors) std::cerr << e.format() << "\n";
         if (!report.ok()) rc = 1;
         if (*json) std::cout << summary_json(file, report).dump() << "\n";

@@ -2,12 +2,9 @@
 // prints the lowered source on stdout. Exit 1 with the reason when the target rejects the program.
 #include <iostream>
 
-#include "lower/cpu/codegen.h"
-#include "lower/cuda/cuda_codegen.h"
-#include "lower/tir/tvmscript.h"
+#include "apps/api/api.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
-#include "ir/leir/program_io.h"
 
 namespace steptp::cli {
 namespace {
@@ -26,17 +23,14 @@ RegisterCommand lower_cmd{{"lower", "print the source a backend generates for a 
   sub.add_flag("--f64", o->f64, "cpu: the all-float64 verification build");
   sub.add_flag("--cpu-compatible", o->cpu_compatible, "tir: serial B loops and global intermediates (LLVM target)");
   return [o]() -> int {
-    for (const auto& p : onnx_import::read_programs_any(o->file)) {
-      if (o->target == "cpu") {
-        std::cout << backend::cpu::cpu_prelude() << backend::cpu::generate_cpu_kernel(p, {.all_f64 = o->f64}).code;
-      } else if (o->target == "cuda") {
-        std::cout << backend::cuda::cuda_prelude() << backend::cuda::generate_cuda(p).code;
-      } else {
-        backend::tir::TirOptions t;
-        backend::tir::parse_dialect(o->dialect, &t.dialect);
-        t.cpu_compatible = o->cpu_compatible;
-        std::cout << backend::tir::emit_tvmscript(p, t);
-      }
+    for (auto& p : onnx_import::read_programs_any(o->file)) {
+      api::LowerRequest req;
+      req.program = std::move(p);
+      req.target = *api::lower_target(o->target);  // CLI11 admits only the three
+      req.f64 = o->f64;
+      backend::tir::parse_dialect(o->dialect, &req.tir.dialect);
+      req.tir.cpu_compatible = o->cpu_compatible;
+      std::cout << api::lower(req);
     }
     return 0;
   };

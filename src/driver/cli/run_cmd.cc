@@ -9,7 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "lower/cpu/cpu_program.h"
+#include "apps/api/api.h"
 #include "driver/cli/command.h"
 #include "driver/cli/output.h"
 #include "front/onnx/onnx_import.h"
@@ -64,20 +64,19 @@ RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and pri
   sub.add_flag("--intermediates", o->intermediates, "also print intermediates (unset elements as nan)");
   sub.add_flag("--allow-unset", o->allow_unset, "print unset output elements as nan instead of failing");
   return [o]() -> int {
-    if (o->target != "interp" && o->target != "cpu")
-      throw std::runtime_error(fmt::format("unknown target '{}' (available: interp, cpu)", o->target));
-    if (o->target == "cpu" && o->intermediates)
+    api::RunRequest req;
+    req.target = api::run_target(o->target);
+    if (req.target == api::RunTarget::Cpu && o->intermediates)
       throw std::runtime_error("--intermediates needs --target interp (compiled code keeps intermediates internal)");
-    leir::Program p = select_program(o->file, o->program);
-    leir::TensorMap inputs = o->inputs.empty() ? interp::generate_inputs(p, o->seed, kProfiles.at(o->profile))
-                                               : leir::key_by_name(p, leir::read_values_file(o->inputs), o->inputs);
-    interp::RunOptions opts;
-    opts.keep_intermediates = o->intermediates;
-    opts.allow_unset_outputs = o->allow_unset;
+    req.program = select_program(o->file, o->program);
+    if (!o->inputs.empty()) req.inputs = leir::key_by_name(req.program, leir::read_values_file(o->inputs), o->inputs);
+    req.seed = o->seed;
+    req.profile = kProfiles.at(o->profile);
+    req.intermediates = o->intermediates;
+    req.allow_unset = o->allow_unset;
     leir::TensorMap outputs;
     try {
-      if (o->target == "cpu") outputs = backend::cpu::build_cpu_program(p)->run(inputs);
-      else outputs = interp::Interpreter(p).run(inputs, opts);
+      outputs = api::run(req);
     } catch (const interp::RuntimeError& e) {
       std::cerr << e.what() << "\n";
       return 1;

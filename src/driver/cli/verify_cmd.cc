@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "apps/api/api.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
 #include "ir/leir/diagnostic.h"
@@ -44,10 +45,10 @@ RegisterCommand verify_cmd{{"verify", "check that program B is equivalent to pro
     }
     verify::VerifyReport r;
     try {
-      if (inputs->empty()) r = verify::verify(a, b, *opts);
-      else  // keyed by name as `run --inputs` does (aliases resolved, ambiguous keys refused)
-        r = verify::verify(a, b, std::vector<leir::TensorMap>{leir::key_by_name(a, leir::read_values_file(*inputs), *inputs)},
-                           *opts);
+      api::VerifyRequest req{.a = std::move(a), .b = std::move(b), .options = *opts};
+      // keyed by name as `run --inputs` does (aliases resolved, ambiguous keys refused)
+      if (!inputs->empty()) req.inputs = leir::key_by_name(req.a, leir::read_values_file(*inputs), *inputs);
+      r = api::verify(req);
     } catch (const leir::LeirError& e) {
       std::cerr << e.what() << "\n";
       return 2;
