@@ -10,22 +10,17 @@
 
 #include <fmt/format.h>
 
-#include "lower/cpu/codegen.h"
-#include "lower/cuda/cuda_codegen.h"
-#include "lower/tir/tvmscript.h"
+#include "apps/api/api.h"
 #include "base/error.h"
 #include "base/hash.h"
 #include "ir/leir/canonical.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/printer.h"
 #include "ir/leir/program_io.h"
-#include "ir/leir/validate.h"
 #include "apps/reward/reward.h"
 #include "apps/reward/timing.h"
-#include "transform/sampler.h"
 #include "transform/strategy.h"
 #include "search/tune/timing_lock.h"
-#include "ir/verify/verifier.h"
 
 namespace steptp::serve {
 namespace {
@@ -97,16 +92,20 @@ leir::Program program_field(const JobConfig& c, const json& req, const char* key
 JobReply check(const json& req, const JobConfig& c) {
   allow_only(req, {"program"});
   leir::Program p = program_field(c, req, "program", false);
-  auto rep = leir::validate_all(p);
+  const std::string name = p.name;
+  api::CheckRequest q;
+  q.program = std::move(p);
+  q.identity = true;
+  const api::CheckResult r = api::check(std::move(q));
   json errors = json::array();
-  for (const auto& e : rep.errors) errors.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
-  json body = {{"valid", rep.ok()}, {"name", p.name}, {"errors", errors}};
-  if (rep.ok()) {
-    body["nests"] = rep.summary.nests;
-    body["statements"] = rep.summary.statements;
-    body["flops"] = rep.summary.flops;
-    body["hash"] = base::hex64(leir::program_hash(p));
-    body["canonical"] = leir::program_to_text(p);
+  for (const auto& e : r.report.errors) errors.push_back({{"line", e.loc.line}, {"col", e.loc.col}, {"message", e.message}});
+  json body = {{"valid", r.report.ok()}, {"name", name}, {"errors", errors}};
+  if (r.report.ok()) {
+    body["nests"] = r.report.summary.nests;
+    body["statements"] = r.report.summary.statements;
+    body["flops"] = r.report.summary.flops;
+    body["hash"] = r.hash;
+    body["canonical"] = r.canonical;
   }
   return {200, body};
 }
@@ -114,13 +113,13 @@ JobReply check(const json& req, const JobConfig& c) {
 JobReply verify_ep(const json& req, const JobConfig& c, uint64_t fresh_seed) {
   allow_only(req, {"a", "b", "trials", "seed"});
   leir::Program a = program_field(c, req, "a"), b = program_field(c, req, "b");
-  verify::VerifyOptions vo;
-  vo.trials = int(int_field(req, "trials", 3, 1, 64));
-  vo.seed = req.contains("seed") ? uint64_t(int_field(req, "seed", 0, 0, INT64_MAX)) : fresh_seed;
-  auto r = verify::verify(a, b, vo);
-  json body = json::parse(verify::to_json(r));
-  body["seed"] = vo.seed;
-  if (!r.error.empty()) body["error"] = r.error;
+  api::VerifyRequest v;
+  v.a = std::move(a);
+  v.b = std::move(b);
+  v.options.trials = int(int_field(req, "trials", 3, 1, 64));
+  v.options.seed = req.contains("seed") ? uint64_t(int_field(req, "seed", 0, 0, INT64_MAX)) : fresh_seed;
+  json body = api::verify_json(api::verify(v));
+  body["seed"] = v.options.seed;
   return {200, body};
 }
 
@@ -131,36 +130,44 @@ JobReply apply_ep(const json& req, const JobConfig& c) {
   const auto* s = strategies::find_strategy(name);
   if (!s) throw bad_request(fmt::format("unknown strategy '{}'", name));
   if (req.contains("params") && !req["params"].is_object()) throw bad_request("field 'params' must be an object");
-  json results = json::array();
-  auto add = [&](const std::string& strat, int site, const json& params, const leir::Program& prog) {
-    results.push_back({{"strategy", strat}, {"site", site}, {"params", params},
-                       {"program", leir::program_to_text(prog)}, {"hash", base::hex64(leir::program_hash(prog))}});
-  };
+  // Results unverified (/v1/verify checks one), every site sampled unless one is named.
+  api::ApplyRequest a;
+  a.program = std::move(p);
+  a.strategy = s;
+  a.all = true;
+  a.verify = false;
   if (req.contains("params")) {
-    int site = int(int_field(req, "site", 0, 0, 1000000));
-    add(name, site, req["params"], reward::apply_action(p, name, site, req["params"]));
-    return {200, {{"results", results}}};
+    a.site = int(int_field(req, "site", 0, 0, 1000000));
+    a.params = req["params"];
+  } else {
+    a.seed = uint64_t(int_field(req, "seed", 0, 0, INT64_MAX));
+    a.samples = int(int_field(req, "samples", 1, 1, 16));
+    if (req.contains("site")) a.site = int(int_field(req, "site", 0, 0, 1000000));
   }
-  strategies::SampleOptions so;
-  so.seed = uint64_t(int_field(req, "seed", 0, 0, INT64_MAX));
-  so.per_site = int(int_field(req, "samples", 1, 1, 16));
-  if (req.contains("site")) so.only_site = int(int_field(req, "site", 0, 0, 1000000));
-  auto cands = strategies::sample_candidates(*s, p, so);
-  for (size_t i = 0; i < cands.size() && i < 64; ++i)
-    add(cands[i].strategy, cands[i].site, json::parse(strategies::params_to_json(cands[i].params)), cands[i].program);
-  return {200, {{"results", results}, {"sites", s->sites(p).size()}}};
+  const bool sampled = !a.params;
+  const api::ApplyResult r = api::apply(std::move(a));
+  json results = json::array();
+  for (size_t i = 0; i < r.results.size() && i < 64; ++i) {
+    const auto& c = r.results[i].candidate;
+    results.push_back({{"strategy", c.strategy}, {"site", c.site}, {"params", r.results[i].params},
+                       {"program", leir::program_to_text(c.program)}, {"hash", base::hex64(leir::program_hash(c.program))}});
+  }
+  if (!sampled) return {200, {{"results", results}}};
+  return {200, {{"results", results}, {"sites", r.site_count}}};
 }
 
 JobReply lower_ep(const json& req, const JobConfig& c) {
   allow_only(req, {"program", "target"});
   leir::Program p = program_field(c, req, "program");
   std::string target = req.contains("target") ? string_field(req, "target") : "cpu";
+  const auto t = api::lower_target(target);
+  if (!t) throw bad_request("field 'target' must be one of cpu, cuda, tir");
+  api::LowerRequest l;
+  l.program = std::move(p);
+  l.target = *t;
   std::string src;
   try {
-    if (target == "cpu") src = std::string(backend::cpu::cpu_prelude()) + backend::cpu::generate_cpu_kernel(p).code;
-    else if (target == "cuda") src = std::string(backend::cuda::cuda_prelude()) + backend::cuda::generate_cuda(p).code;
-    else if (target == "tir") src = backend::tir::emit_tvmscript(p);
-    else throw bad_request("field 'target' must be one of cpu, cuda, tir");
+    src = api::lower(l);
   } catch (const leir::LeirError& e) {
     return {422, {{"error", e.message()}, {"field", "program"}, {"target", target}}};
   }
@@ -189,28 +196,27 @@ reward::MeasureSettings measure_settings(const JobConfig& c, uint64_t input_seed
 
 JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, const Notify& notify) {
   allow_only(req, {"program", "against", "threads", "min_time"});
-  leir::Program p = program_field(c, req, "program");
-  leir::Program base = req.contains("against") ? program_field(c, req, "against") : p;
-  if (req.contains("against")) {
-    std::string diff = verify::signature_difference(base, p);
-    if (!diff.empty()) return {422, {{"error", "signatures differ: " + diff}, {"field", "against"}}};
-  }
+  api::MeasureRequest m;
+  m.program = program_field(c, req, "program");
+  if (req.contains("against")) m.baseline = program_field(c, req, "against");
   int threads = int(int_field(req, "threads", c.measure_threads, 1, std::max(1u, std::thread::hardware_concurrency())));
   double min_time = number_field(req, "min_time", c.measure_min_time, 0.001, 2.0);
-  reward::MeasuredPair m;
+  m.settings = measure_settings(c, input_seed, threads, min_time);
+  api::MeasureResult r;
   try {
-    m = with_machine(c, notify, [&] {
-      return reward::measure_pair(base, p, measure_settings(c, input_seed, threads, min_time));
-    });
+    r = api::measure(m, [&](const std::function<void()>& timed) { with_machine(c, notify, timed); });
   } catch (const tune::LockTimeout& e) {
     // Not the program's fault: an infrastructure failure, for the client to retry later.
     return {503, {{"error", fmt::format("the machine is busy ({}); retry later", e.what())}, {"failure", "machine busy"}, {"failure_kind", "machine_busy"}}};
   }
-  if (!m.ok) return {422, {{"error", m.error}, {"compiled", m.compiled}}};
-  json body = {{"program", reward::to_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
-  if (req.contains("against")) {
-    body["against"] = reward::to_json(m.cmp.a);
-    body["speedup"] = m.cmp.speedup;
+  if (!r.signature_difference.empty())
+    return {422, {{"error", "signatures differ: " + r.signature_difference}, {"field", "against"}}};
+  const reward::MeasuredPair& pair = r.pair;
+  if (!pair.ok) return {422, {{"error", pair.error}, {"compiled", pair.compiled}}};
+  json body = {{"program", reward::to_json(pair.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
+  if (m.baseline) {
+    body["against"] = reward::to_json(pair.cmp.a);
+    body["speedup"] = pair.cmp.speedup;
   }
   return {200, body};
 }
@@ -240,16 +246,19 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
     if (fault != "crash" && fault != "hang" && fault != "oom" && fault != "wrong_output")
       throw bad_request("field 'fault' must be crash, hang, oom or wrong_output");
   }
-  reward::Context ctx;
-  ctx = reward::parse_context(required(req, "reward_context"));
-  check_program_limits(ctx.root, c.limits, "reward_context.root_program");
-  check_program_limits(ctx.parent, c.limits, "reward_context.parent_program");
-  reward::ScoreOptions o;
-  o.verify_trials = int(int_field(req, "verify_trials", 3, 1, 16));
-  o.verify_seed = verify_seed;
-  o.measure = bool_field(req, "measure", true);
+  api::ScoreRequest s;
+  s.answer = answer;
+  s.context = reward::parse_context(required(req, "reward_context"));
+  check_program_limits(s.context.root, c.limits, "reward_context.root_program");
+  check_program_limits(s.context.parent, c.limits, "reward_context.parent_program");
+  s.verify_trials = int(int_field(req, "verify_trials", 3, 1, 16));
+  s.verify_seed = verify_seed;
+  s.measure = bool_field(req, "measure", true);
+  s.settings = measure_settings(c, input_seed, c.measure_threads, c.measure_min_time);
+  s.peaks_path = c.peaks_path;
+  api::ScoreHooks h;
   json last_progress;
-  o.admissible = [&](const leir::Program& cand) -> std::string {
+  h.admissible = [&](const leir::Program& cand) -> std::string {
     try {
       check_program_limits(cand, c.limits, "answer");
       return "";
@@ -257,36 +266,27 @@ JobReply score_one(const json& req, const JobConfig& c, uint64_t verify_seed, ui
       return e.what();
     }
   };
-  o.on_progress = [&](const json& p) {
+  h.on_progress = [&](const json& p) {
     last_progress = p;
     notify(Notice::Progress, p);
   };
-  o.measurer = [&](const reward::Context& cx, const leir::Program& cand) {
-    return with_machine(c, notify, [&] {
-      // The machine is held: from here a death of the job is the answer's kernel run (died_reply).
-      json running = last_progress;
-      running["partial"]["kernel_run"] = true;
-      notify(Notice::Progress, running);
-      if (!fault.empty() && fault != "wrong_output") inject(fault);
-      leir::Program timed = cand;
-      if (fault == "wrong_output") {  // the first statement stores one more than the program says
-        std::vector<leir::Item>* items = &timed.body;
-        while (!items->empty() && items->front().is_nest()) items = &items->front().nest.body;
-        if (!items->empty()) {
-          leir::Stmt& s = items->front().stmt;
-          s.rhs = leir::make_binary(leir::BinaryOp::Add, s.rhs, leir::make_number(1));
-        }
+  h.hold = [&](const std::function<void()>& timed) { with_machine(c, notify, timed); };
+  h.before_kernel_run = [&](leir::Program& timed) {
+    // The machine is held: from here a death of the job is the answer's kernel run (died_reply).
+    json running = last_progress;
+    running["partial"]["kernel_run"] = true;
+    notify(Notice::Progress, running);
+    if (!fault.empty() && fault != "wrong_output") inject(fault);
+    if (fault == "wrong_output") {  // the first statement stores one more than the program says
+      std::vector<leir::Item>* items = &timed.body;
+      while (!items->empty() && items->front().is_nest()) items = &items->front().nest.body;
+      if (!items->empty()) {
+        leir::Stmt& st = items->front().stmt;
+        st.rhs = leir::make_binary(leir::BinaryOp::Add, st.rhs, leir::make_number(1));
       }
-      auto m = reward::measure_step(cx.root, cx.parent, timed,
-                                    measure_settings(c, input_seed, c.measure_threads, c.measure_min_time));
-      if (!c.peaks_path.empty()) m.peaks = reward::cached_peaks(c.peaks_path, c.measure_threads);
-      return m;
-    });
+    }
   };
-  json body = reward::score(ctx, answer, o);
-  body["verify_seed"] = verify_seed;
-  body["input_seed"] = input_seed;
-  return {200, body};
+  return {200, api::score(s, h)};
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // What each /v1 endpoint does with its request, run inside a sandboxed child of a worker
-// process (worker.h). A job is {"endpoint", "request", "verify_seed", "input_seed"}; the server
+// process (worker.h): it decodes the request, calls the command layer (apps/api/api.h) and
+// encodes the reply. A job is {"endpoint", "request", "verify_seed", "input_seed"}; the server
 // draws both seeds fresh per request, so answers cannot be fitted to known inputs.
 //
 // Replies carry an HTTP status: 200, 400 (a request field missing or of the wrong type/range,
