@@ -1,5 +1,6 @@
 // The quick commands: check, verify, strategies, apply, lower, tokens (as the CLI's subcommands
-// of the same names; src/driver/cli/*_cmd.cc).
+// of the same names; src/driver/cli/*_cmd.cc), the first ones through the command layer
+// (apps/api/api.h) as those subcommands.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -9,17 +10,12 @@
 #include <memory>
 #include <mutex>
 
-#include "lower/cpu/codegen.h"
-#include "lower/cuda/cuda_codegen.h"
-#include "lower/tir/tvmscript.h"
+#include "apps/api/api.h"
 #include "bindings.h"
 #include "json_caster.h"
 #include "ir/leir/validate.h"
-#include "apps/reward/reward.h"
-#include "transform/sampler.h"
 #include "transform/strategy.h"
 #include "front/tokenizer/bpe_tokenizer.h"
-#include "ir/verify/verifier.h"
 
 namespace steptp::python {
 
@@ -29,48 +25,6 @@ const strategies::Strategy& strategy(const std::string& name) {
   const auto* s = strategies::find_strategy(name);
   if (!s) throw std::invalid_argument("unknown strategy '" + name + "' (see steptp.strategies())");
   return *s;
-}
-
-// One applied (and, unless asked not to, verified) strategy result.
-struct Applied {
-  nlohmann::json facts;  // strategy, site, params, class, verdict
-  leir::Program program;
-};
-
-std::vector<Applied> apply(const leir::Program& program, const std::string& name, std::optional<int> site,
-                           const std::optional<nlohmann::json>& params, bool all, int samples, uint64_t seed,
-                           bool verify) {
-  const leir::Program p = valid(program);
-  const auto& s = strategy(name);
-  std::vector<strategies::Candidate> cands;
-  if (params) {
-    if (!params->is_object()) throw std::invalid_argument("params must be a dict");
-    leir::Program r = reward::apply_action(p, name, site.value_or(0), *params);
-    cands.push_back({name, site.value_or(0), {}, s.exactness(), std::move(r)});
-  } else if (all || site) {
-    strategies::SampleOptions so;
-    so.seed = seed;
-    so.per_site = samples;
-    so.only_site = site;
-    cands = strategies::sample_candidates(s, p, so);
-  } else if (auto c = strategies::sample_one(s, p, seed)) {
-    cands.push_back(std::move(*c));
-  }
-  std::vector<Applied> out;
-  for (auto& c : cands) {
-    nlohmann::json facts = {{"strategy", c.strategy}, {"site", c.site},
-                            {"params", params ? *params : nlohmann::json::parse(strategies::params_to_json(c.params))},
-                            {"class", std::string(strategies::to_string(c.exactness))}};
-    if (verify) {
-      verify::VerifyOptions vo;
-      vo.seed = seed;
-      const auto r = verify::verify(p, c.program, vo);
-      if (!r.equivalent) continue;
-      facts["verdict"] = nlohmann::json::parse(verify::to_json(r));
-    }
-    out.push_back({std::move(facts), std::move(c.program)});
-  }
-  return out;
 }
 
 const tokenizer::BpeTokenizer& cached_tokenizer(const std::string& path) {
@@ -86,18 +40,23 @@ const tokenizer::BpeTokenizer& cached_tokenizer(const std::string& path) {
 
 void bind_commands(nb::module_& m) {
   const auto unlocked = nb::call_guard<nb::gil_scoped_release>();
-  m.def("check", [](const leir::Program& p) { return leir::report_json(leir::validate_all(p)); }, nb::arg("program"),
-        unlocked, "Static validation (`steptp check --json`): {'valid', 'errors': [{'line', 'col', 'message'}], ...}.");
+  m.def(
+      "check",
+      [](const leir::Program& p) {
+        api::CheckRequest c;
+        c.program = p;
+        return leir::report_json(api::check(std::move(c)).report);
+      },
+      nb::arg("program"), unlocked, "Static validation (`steptp check --json`): {'valid', 'errors': [{'line', 'col', 'message'}], ...}.");
   m.def(
       "verify",
       [](const leir::Program& a, const leir::Program& b, int trials, uint64_t seed) {
-        verify::VerifyOptions vo;
-        vo.trials = trials;
-        vo.seed = seed;
-        const auto r = verify::verify(valid(a, "a"), b, vo);
-        auto j = nlohmann::json::parse(verify::to_json(r));
-        if (!r.error.empty()) j["error"] = r.error;
-        return j;
+        api::VerifyRequest v;
+        v.a = valid(a, "a");
+        v.b = b;
+        v.options.trials = trials;
+        v.options.seed = seed;
+        return api::verify_json(api::verify(v));
       },
       nb::arg("a"), nb::arg("b"), nb::arg("trials") = 4, nb::arg("seed") = 0, unlocked,
       "Equivalence of b to a (LEIR.md §5; `steptp verify --json`).");
@@ -122,15 +81,25 @@ void bind_commands(nb::module_& m) {
       "apply",
       [](const leir::Program& p, const std::string& name, std::optional<int> site, std::optional<nlohmann::json> params,
          bool all, int samples, uint64_t seed, bool verify) {
-        std::vector<Applied> results;
+        api::ApplyResult r;
         {
           nb::gil_scoped_release unlocked;
-          results = apply(p, name, site, params, all, samples, seed, verify);
+          api::ApplyRequest a;
+          a.program = valid(p);
+          a.strategy = &strategy(name);
+          if (params && !params->is_object()) throw std::invalid_argument("params must be a dict");
+          a.site = site;
+          a.params = params;
+          a.all = all;
+          a.samples = samples;
+          a.seed = seed;
+          a.verify = verify;
+          r = api::apply(std::move(a));
         }
         nb::list out;
-        for (auto& r : results) {
-          nb::dict d = nb::borrow<nb::dict>(to_python(r.facts));
-          d["program"] = nb::cast(std::move(r.program));
+        for (auto& a : r.results) {
+          nb::dict d = nb::borrow<nb::dict>(to_python(api::applied_json<nlohmann::json>(a)));
+          d["program"] = nb::cast(std::move(a.candidate.program));
           out.append(d);
         }
         return out;
@@ -143,22 +112,20 @@ void bind_commands(nb::module_& m) {
       "lower",
       [](const leir::Program& program, const std::string& target, const std::string& tir_dialect, bool f64,
          bool cpu_compatible) {
-        const leir::Program p = valid(program);
+        api::LowerRequest l;
+        l.program = valid(program);
+        l.f64 = f64;
+        const auto t = api::lower_target(target);
+        if (!t) throw std::invalid_argument("target must be cpu, cuda or tir");
+        l.target = *t;
+        if (l.target == api::LowerTarget::Tir && !backend::tir::parse_dialect(tir_dialect, &l.tir.dialect))
+          throw std::invalid_argument("tir_dialect must be sblock or block");
+        l.tir.cpu_compatible = cpu_compatible;
         try {
-          if (target == "cpu")
-            return std::string(backend::cpu::cpu_prelude()) + backend::cpu::generate_cpu_kernel(p, {.all_f64 = f64}).code;
-          if (target == "cuda") return std::string(backend::cuda::cuda_prelude()) + backend::cuda::generate_cuda(p).code;
-          if (target == "tir") {
-            backend::tir::TirOptions t;
-            if (!backend::tir::parse_dialect(tir_dialect, &t.dialect))
-              throw std::invalid_argument("tir_dialect must be sblock or block");
-            t.cpu_compatible = cpu_compatible;
-            return backend::tir::emit_tvmscript(p, t);
-          }
+          return api::lower(l);
         } catch (const leir::LeirError& e) {
           throw LowerFailure{e};
         }
-        throw std::invalid_argument("target must be cpu, cuda or tir");
       },
       nb::arg("program"), nb::arg("target") = "cpu", nb::arg("tir_dialect") = "sblock", nb::arg("f64") = false,
       nb::arg("cpu_compatible") = false, unlocked,

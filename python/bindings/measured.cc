@@ -7,13 +7,13 @@
 
 #include <optional>
 
+#include "apps/api/api.h"
 #include "bindings.h"
 #include "apps/dataset/dataset.h"
 #include "json_caster.h"
 #include "ir/leir/program_io.h"
 #include "apps/reward/timing.h"
 #include "search/tune/tuner.h"
-#include "ir/verify/verifier.h"
 
 namespace steptp::python {
 
@@ -21,20 +21,23 @@ namespace {
 
 nlohmann::json bench(const leir::Program& program, const std::optional<leir::Program>& against, int threads,
                      double min_time, uint64_t seed) {
-  const leir::Program a = valid(program), b = against ? valid(*against, "against") : a;
-  if (against)
-    if (std::string diff = verify::signature_difference(a, b); !diff.empty())
-      throw std::invalid_argument("signatures differ: " + diff);
-  reward::MeasureSettings s;
-  s.options.threads = threads;
-  s.options.min_time_s = min_time;
-  s.input_seed = seed;
-  const auto m = reward::measure_pair(a, b, s);
-  if (!m.ok) throw std::runtime_error(m.error);
-  nlohmann::json j = reward::to_json(m.cmp.b);
+  // `against` is timed against `program` (the API's baseline).
+  api::MeasureRequest r;
+  r.program = valid(program);
   if (against) {
-    j["speedup"] = m.cmp.speedup;
-    j["baseline"] = reward::to_json(m.cmp.a);
+    r.baseline = std::move(r.program);
+    r.program = valid(*against, "against");
+  }
+  r.settings.options.threads = threads;
+  r.settings.options.min_time_s = min_time;
+  r.settings.input_seed = seed;
+  const api::MeasureResult m = api::measure(r);
+  if (!m.signature_difference.empty()) throw std::invalid_argument("signatures differ: " + m.signature_difference);
+  if (!m.pair.ok) throw std::runtime_error(m.pair.error);
+  nlohmann::json j = reward::to_json(m.pair.cmp.b);
+  if (against) {
+    j["speedup"] = m.pair.cmp.speedup;
+    j["baseline"] = reward::to_json(m.pair.cmp.a);
   }
   return j;
 }

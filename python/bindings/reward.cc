@@ -4,12 +4,11 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include "apps/api/api.h"
 #include "bindings.h"
 #include "json_caster.h"
 #include "apps/reward/answer.h"
 #include "apps/reward/reward.h"
-#include "apps/reward/timing.h"
-#include "search/tune/timing_lock.h"
 
 namespace steptp::python {
 
@@ -18,25 +17,17 @@ namespace {
 nlohmann::json score(const std::string& answer, const nlohmann::json& reward_context, bool measure, int verify_trials,
                      uint64_t verify_seed, uint64_t input_seed, const std::string& peaks, int measure_threads,
                      double measure_min_time) {
-  const reward::Context ctx = reward::parse_context(reward_context);
-  reward::ScoreOptions o;
-  o.verify_trials = verify_trials;
-  o.verify_seed = verify_seed;
-  o.measure = measure;
-  o.measurer = [&](const reward::Context& cx, const leir::Program& cand) {
-    reward::MeasureSettings s;
-    s.options.threads = measure_threads;
-    s.options.min_time_s = measure_min_time;
-    s.input_seed = input_seed;
-    tune::TimingLock machine;  // cached_peaks may measure the machine
-    auto m = reward::measure_step(cx.root, cx.parent, cand, s);
-    if (!peaks.empty()) m.peaks = reward::cached_peaks(peaks, measure_threads);
-    return m;
-  };
-  nlohmann::json body = reward::score(ctx, answer, o);
-  body["verify_seed"] = verify_seed;
-  body["input_seed"] = input_seed;
-  return body;
+  api::ScoreRequest r;
+  r.answer = answer;
+  r.context = reward::parse_context(reward_context);
+  r.measure = measure;
+  r.verify_trials = verify_trials;
+  r.verify_seed = verify_seed;
+  r.peaks_path = peaks;
+  r.settings.options.threads = measure_threads;
+  r.settings.options.min_time_s = measure_min_time;
+  r.settings.input_seed = input_seed;
+  return api::score(r);
 }
 
 nlohmann::json parse_answer(const std::string& text) {

@@ -13,10 +13,8 @@
 #include <map>
 #include <optional>
 
-#include "lower/cpu/cpu_program.h"
+#include "apps/api/api.h"
 #include "bindings.h"
-#include "ir/interp/inputs.h"
-#include "ir/interp/interpreter.h"
 
 namespace steptp::python {
 
@@ -58,15 +56,15 @@ void bind_run(nb::module_& m) {
       "run",
       [](const leir::Program& program, std::optional<std::map<std::string, F64In>> inputs, uint64_t seed,
          const std::string& target) {
-        if (target != "interp" && target != "cpu")
-          throw std::invalid_argument(fmt::format("unknown target '{}' (available: interp, cpu)", target));
+        api::RunRequest r;
+        r.target = api::run_target(target);
         leir::TensorMap outputs;
         {
           nb::gil_scoped_release unlocked;
-          const leir::Program p = valid(program);
-          leir::TensorMap values = inputs ? to_values(p, *inputs) : interp::generate_inputs(p, seed);
-          if (target == "cpu") outputs = backend::cpu::build_cpu_program(p)->run(values);
-          else outputs = interp::Interpreter(p).run(values);
+          r.program = valid(program);
+          if (inputs) r.inputs = to_values(r.program, *inputs);
+          r.seed = seed;
+          outputs = api::run(r);
         }
         return to_arrays(std::move(outputs));
       },
