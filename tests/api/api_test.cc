@@ -35,7 +35,7 @@ std::string cli(const std::string& args) {
   return r.out;
 }
 
-TEST(Api, CheckReportsValidityAndIdentity) {
+TEST(CommandLayer, CheckReportsValidityAndIdentity) {
   auto ok = api::check({.program = matmul(), .identity = true});
   EXPECT_TRUE(ok.report.ok());
   EXPECT_EQ(ok.report.summary.flops, 3072);
@@ -51,7 +51,7 @@ TEST(Api, CheckReportsValidityAndIdentity) {
   EXPECT_TRUE(bad.hash.empty());
 }
 
-TEST(Api, VerifyTellsEquivalentFromNot) {
+TEST(CommandLayer, VerifyTellsEquivalentFromNot) {
   auto same = api::verify({.a = matmul(), .b = matmul(), .options = {.trials = 3, .seed = 11}});
   EXPECT_TRUE(same.equivalent);
   EXPECT_EQ(same.verdict, verify::Verdict::Exact);
@@ -72,7 +72,7 @@ TEST(Api, VerifyTellsEquivalentFromNot) {
   EXPECT_NE(api::verify_json(sig).value("error", "").find("different signatures"), std::string::npos);
 }
 
-TEST(Api, ApplyGivesTheCliProgramsVerified) {
+TEST(CommandLayer, ApplyGivesTheCliProgramsVerified) {
   const auto* s = strategies::find_strategy("loop_parallelization");
   ASSERT_NE(s, nullptr);
   auto r = api::apply({.program = matmul(), .strategy = s, .all = true, .seed = 2});
@@ -112,7 +112,7 @@ TEST(Api, ApplyGivesTheCliProgramsVerified) {
   EXPECT_FALSE(ex.results[0].verdict);
 }
 
-TEST(Api, LowerGivesTheCodeTheCliPrints) {
+TEST(CommandLayer, LowerGivesTheCodeTheCliPrints) {
   for (const char* target : {"cpu", "cuda", "tir"}) {
     auto t = api::lower_target(target);
     ASSERT_TRUE(t) << target;
@@ -128,7 +128,7 @@ TEST(Api, LowerGivesTheCodeTheCliPrints) {
   EXPECT_THROW(api::lower({.program = rejected, .target = api::LowerTarget::Cuda}), leir::LeirError);
 }
 
-TEST(Api, RunComputesTheProductOnBothTargets) {
+TEST(CommandLayer, RunComputesTheProductOnBothTargets) {
   const leir::Program p = matmul();
   const leir::TensorMap inputs = interp::generate_inputs(p, 5);
   for (auto target : {api::RunTarget::Interp, api::RunTarget::Cpu}) {
@@ -156,7 +156,7 @@ TEST(Api, RunComputesTheProductOnBothTargets) {
   }
 }
 
-TEST(Api, MeasureAndBenchTimeAndCompare) {
+TEST(CommandLayer, MeasureAndBenchTimeAndCompare) {
   api::MeasureRequest m{.program = matmul(), .baseline = wrong_matmul()};
   m.settings.options.min_time_s = 0.002;
   auto r = api::measure(m);
@@ -188,7 +188,7 @@ TEST(Api, MeasureAndBenchTimeAndCompare) {
   EXPECT_EQ(api::bench(scalar).names, (std::vector<std::string>{"matmul (scalar math)", "matmul"}));
 }
 
-TEST(Api, ScoreGivesTheRewardOfKnownAnswers) {
+TEST(CommandLayer, ScoreGivesTheRewardOfKnownAnswers) {
   const reward::Context ctx{matmul(), matmul()};
   const std::string parallel = R"(<answer>{"strategy": "loop_parallelization", "site": 0}</answer>)";
   auto ok = api::score({.answer = parallel, .context = ctx, .measure = false, .verify_seed = 1});
