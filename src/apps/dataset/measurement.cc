@@ -608,13 +608,18 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       pending.push_back(std::move(arr));
       costs.push_back(missing);
     }
+    // A group travels as "missing<TAB>records": its count is the key of the workers' lists below.
     auto owner = shard_by_cost(costs, int(measurers.size()));
-    for (size_t k = 0; k < pending.size(); ++k) per_rank[size_t(measurers[size_t(owner[k])])].push_back(pending[k].dump());
+    for (size_t k = 0; k < pending.size(); ++k)
+      per_rank[size_t(measurers[size_t(owner[k])])].push_back(fmt::format("{}\t{}", costs[k], pending[k].dump()));
   }
   const std::vector<std::string> mine = cluster.scatter(std::move(per_rank));
 
-  // Phase 1: workers fill this rank's store (worker k takes groups k, k+J, ...); per-worker
-  // timing comes back through shared memory.
+  // Phase 1: workers fill this rank's store. The groups go to them as to the ranks (by missing
+  // comparisons, longest first, each to the least loaded worker; sharding.h) and each worker
+  // takes its own longest first, as the search's workers do. The store, not the worker that
+  // timed a comparison, decides the records (phase 2), so the split changes no output byte.
+  // Per-worker timing comes back through shared memory.
   struct WorkerTiming {
     double compile_s, measure_s;
     int measured, reused;
@@ -629,11 +634,14 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   Progress& progress = o.progress ? *o.progress : none;
   progress.stage_start("measure", "root", int(mine.size()), 0,
                        fmt::format("{} roots with comparisons to time, {} workers", mine.size(), J));
+  std::vector<uint64_t> missing;
+  for (const auto& m : mine) missing.push_back(std::stoull(m.substr(0, m.find('\t'))));
+  const std::vector<std::vector<size_t>> lists = shard_lists_by_cost(missing, J);
   auto worker = [&](int k) {
     MeasurementStore store(rank_path);
-    for (size_t g = size_t(k); g < mine.size(); g += size_t(J)) {
+    for (size_t g : lists[size_t(k)]) {
       MeasureStats st;
-      json group = json::parse(mine[g]);
+      json group = json::parse(mine[g].substr(mine[g].find('\t') + 1));
       const std::string key = group.at(0)["root"]["key"];
       measure_records(std::move(group), o, store, &st);
       timing[k].compile_s += st.compile_s;
