@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The replayed-job check (docs/dataset.md, "The main job": replaying a run): do two steptp
 # binaries write the same dataset from one measurement store? BIN_A generates once into WORK/A,
-# timing what it needs; A's store is copied into two fresh folders; BIN_A replays into WORK/B and
-# BIN_B into WORK/C with the same options; B and C must be identical: every exported file byte for
-# byte (diff -r), the measurement stores' facts, and the checkpoints' per-root results without
-# their wall times ("timing": search_s, verify_s, ...). A replay that had to time a comparison A's
-# store lacks re-draws it, so B may then differ from A (reported, not an error); B vs C is the
-# check.
+# timing what it needs; A's store is copied (sqlite3 .backup) into two fresh folders; BIN_A
+# replays into WORK/B and BIN_B into WORK/C with the same options; B and C must be identical:
+# every exported file byte for byte (diff -r), the measurement stores' facts, and the
+# checkpoints' per-root results without their wall times ("timing": search_s, verify_s, ...). A
+# replay that had to time a comparison A's store lacks re-draws it, so B may then differ from A
+# (reported, not an error); B vs C is the check.
 #
 # Usage: scripts/replay_check.sh BIN_A BIN_B [generate options, without --out]
 #   e.g. scripts/replay_check.sh /tmp/steptp-main build/src/steptp --profile tuned --programs 6 --composites 1 --seed 2
@@ -36,7 +36,9 @@ fi
 command -v sqlite3 >/dev/null || { echo "replay_check: needs sqlite3 (Debian: sqlite3)" >&2; exit 2; }
 work=${WORK:-$(mktemp -d /tmp/replay-check.XXXXXX)}
 mkdir -p "$work"
-for d in A B C; do
+folders="A B C"
+[ -n "${STORE:-}" ] && folders="B C"
+for d in $folders; do
   [ -e "$work/$d" ] && { echo "replay_check: $work/$d exists: use a fresh WORK" >&2; exit 2; }
 done
 
@@ -57,9 +59,10 @@ else
   run "$bin_a" "$work/A" "$@"
   store=$work/A/measurements.sqlite
 fi
+# SQLite's own copy: it includes what a store's write-ahead log still holds.
 for d in B C; do
   mkdir -p "$work/$d"
-  [ -f "$store" ] && cp "$store" "$work/$d/measurements.sqlite"
+  [ -f "$store" ] && sqlite3 "$store" ".backup '$work/$d/measurements.sqlite'"
 done
 run "$bin_a" "$work/B" "$@"
 run "$bin_b" "$work/C" "$@"
