@@ -8,7 +8,8 @@
 //   select   select_records: the finished roots' records in root order, with per-root stats
 //   filter   filter_records (filter.h): which raw records are kept, every drop counted
 //   measure  measure_kept (measurement.h): the kept records timed on the CPU backend (after the
-//            filter, since compiling is the expensive part); failed and noisy ones dropped
+//            filter, since compiling is the expensive part) into the measurement store, then
+//            rewritten from it (records_from_store); failed and noisy ones dropped
 //   export   export_dataset (export.h): the files, with the split of split.h
 // Around the stages, plumbing no stage sees: the checkpoint (checkpoint.h: each finished root's
 // search result is stored as it ends, so a killed run resumes), forked workers (workers.h) and
