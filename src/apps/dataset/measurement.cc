@@ -549,9 +549,40 @@ json MeasureSummary::to_json() const {
           {"trimmed_path_steps", trimmed_path_steps}};
 }
 
-MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
-                            Cluster& cluster) {
-  MeasureSummary sum;
+namespace {
+
+// The kept records by root, as indices into recs (a root's records are consecutive).
+std::vector<std::vector<size_t>> kept_groups(const std::vector<json>& recs, const std::vector<char>& keep) {
+  std::vector<std::vector<size_t>> groups;
+  std::string last;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (!keep[i]) continue;
+    std::string key = recs[i]["root"]["key"].get<std::string>();
+    if (groups.empty() || key != last) groups.emplace_back();
+    groups.back().push_back(i);
+    last = key;
+  }
+  return groups;
+}
+
+json group_records(const std::vector<json>& recs, const std::vector<size_t>& g) {
+  json arr = json::array();
+  for (size_t i : g) arr.push_back(recs[i]);
+  return arr;
+}
+
+// Wall time and comparisons timed while filling the stores (reporting only).
+struct FillTiming {
+  double compile_s = 0, measure_s = 0;
+  int measured = 0;
+};
+
+// The plumbing of the measure stage (phase 1): the comparisons the groups' records lack are timed
+// into the stores, over the measuring ranks (one per node) and each one's forked workers, and the
+// ranks' stores are merged into the run's. Collective; only rank 0 passes groups. Returns the
+// timing of this rank's part (rank 0: of the whole run).
+FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vector<size_t>>& groups,
+                      const GenerateOptions& o, Cluster& cluster, Progress& progress) {
   const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
   const std::string path = measurement_store_path(o);
   const std::string rank_path =
@@ -573,21 +604,6 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   // Facts an interrupted run left in the ranks' stores count before anything is handed out.
   if (distributed) merge_rank_stores(cluster, rank_path, path);
 
-  // Groups of kept records by root (consecutive in recs).
-  std::vector<std::vector<size_t>> groups;
-  std::string last;
-  for (size_t i = 0; i < recs.size(); ++i) {
-    if (!keep[i]) continue;
-    std::string key = recs[i]["root"]["key"].get<std::string>();
-    if (groups.empty() || key != last) groups.emplace_back();
-    groups.back().push_back(i);
-    last = key;
-  }
-  auto group_json = [&](const std::vector<size_t>& g) {
-    json arr = json::array();
-    for (size_t i : g) arr.push_back(recs[i]);
-    return arr;
-  };
   // Rank 0 hands the groups with comparisons missing from the store to the measuring ranks,
   // balanced by their count of missing comparisons.
   std::vector<std::vector<std::string>> per_rank(size_t(cluster.size()));
@@ -601,20 +617,26 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     auto cpu = measurement_runner(o);
     const tune::Runner& runner = o.tune_runner ? *o.tune_runner : cpu;
     for (const auto& g : groups) {
-      json arr = group_json(g);
+      json arr = group_records(recs, g);
       uint64_t missing = 0;
-      for (const auto& key : comparisons_of(arr, runner).keys) missing += missing_sessions(store, key, o.improve_threshold);
+      for (const auto& key : comparisons_of(arr, runner).keys)
+        missing += missing_sessions(store, key, o.improve_threshold);
       if (!missing) continue;
       pending.push_back(std::move(arr));
       costs.push_back(missing);
     }
+    // A group travels as "missing<TAB>records": its count is the key of the workers' lists below.
     auto owner = shard_by_cost(costs, int(measurers.size()));
-    for (size_t k = 0; k < pending.size(); ++k) per_rank[size_t(measurers[size_t(owner[k])])].push_back(pending[k].dump());
+    for (size_t k = 0; k < pending.size(); ++k)
+      per_rank[size_t(measurers[size_t(owner[k])])].push_back(fmt::format("{}\t{}", costs[k], pending[k].dump()));
   }
   const std::vector<std::string> mine = cluster.scatter(std::move(per_rank));
 
-  // Phase 1: workers fill this rank's store (worker k takes groups k, k+J, ...); per-worker
-  // timing comes back through shared memory.
+  // Workers fill this rank's store. The groups go to them as to the ranks (by missing
+  // comparisons, longest first, each to the least loaded worker; sharding.h) and each worker
+  // takes its own longest first, as the search's workers do. The store, not the worker that
+  // timed a comparison, decides the records (records_from_store), so the split changes no output
+  // byte. Per-worker timing comes back through shared memory.
   struct WorkerTiming {
     double compile_s, measure_s;
     int measured, reused;
@@ -625,15 +647,16 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
   if (mem == MAP_FAILED) throw std::runtime_error("cannot map worker timing");
   std::memset(mem, 0, bytes);
   auto* timing = static_cast<WorkerTiming*>(mem);
-  Progress none("generate", ProgressStyle::Off);
-  Progress& progress = o.progress ? *o.progress : none;
   progress.stage_start("measure", "root", int(mine.size()), 0,
                        fmt::format("{} roots with comparisons to time, {} workers", mine.size(), J));
+  std::vector<uint64_t> missing;
+  for (const auto& m : mine) missing.push_back(std::stoull(m.substr(0, m.find('\t'))));
+  const std::vector<std::vector<size_t>> lists = shard_lists_by_cost(missing, J);
   auto worker = [&](int k) {
     MeasurementStore store(rank_path);
-    for (size_t g = size_t(k); g < mine.size(); g += size_t(J)) {
+    for (size_t g : lists[size_t(k)]) {
       MeasureStats st;
-      json group = json::parse(mine[g]);
+      json group = json::parse(mine[g].substr(mine[g].find('\t') + 1));
       const std::string key = group.at(0)["root"]["key"];
       measure_records(std::move(group), o, store, &st);
       timing[k].compile_s += st.compile_s;
@@ -643,43 +666,46 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
       progress.advance(fmt::format("{} measured ({} comparisons timed, {} reused)", key, st.measured, st.reused));
     }
   };
-  // A worker that dies leaves comparisons missing: phase 2 measures them on rank 0.
+  // A worker that dies leaves comparisons missing: records_from_store measures them on rank 0.
   if (!mine.empty())
     run_workers(J, [&](int k) {
       worker(k);
       return 0;
     });
+  FillTiming t;
   for (int k = 0; k < J; ++k) {
-    sum.compile_s += timing[k].compile_s;
-    sum.measure_s += timing[k].measure_s;
-    sum.measured += timing[k].measured;
+    t.compile_s += timing[k].compile_s;
+    t.measure_s += timing[k].measure_s;
+    t.measured += timing[k].measured;
   }
   munmap(mem, bytes);
   if (distributed) {
     merge_rank_stores(cluster, rank_path, path);
-    // Rank 0 reports the whole run's phase 1: every measuring rank's timing and count.
-    auto parts = cluster.gather({json{{"compile_s", sum.compile_s}, {"measure_s", sum.measure_s},
-                                      {"measured", sum.measured}}.dump()});
-    if (!lead) return sum;
-    sum.compile_s = sum.measure_s = 0;
-    sum.measured = 0;
+    // Rank 0 reports the whole run's part: every measuring rank's timing and count.
+    auto parts = cluster.gather({json{{"compile_s", t.compile_s}, {"measure_s", t.measure_s},
+                                      {"measured", t.measured}}.dump()});
+    if (!lead) return t;
+    t = {};
     for (const auto& part : parts) {
       json p = json::parse(part);
-      sum.compile_s += p["compile_s"].get<double>();
-      sum.measure_s += p["measure_s"].get<double>();
-      sum.measured += p["measured"].get<int>();
+      t.compile_s += p["compile_s"].get<double>();
+      t.measure_s += p["measure_s"].get<double>();
+      t.measured += p["measured"].get<int>();
     }
   }
+  return t;
+}
 
-  // Phase 2: every kept record from the store (a comparison still missing — a worker died — is
-  // measured here).
-  MeasurementStore store(path);
+// The measure stage proper (phase 2): every kept record rewritten from the store (a comparison
+// still missing — a worker died — is measured here); the records it drops lose their keep flag.
+void records_from_store(std::vector<json>& recs, std::vector<char>& keep,
+                        const std::vector<std::vector<size_t>>& groups, const GenerateOptions& o,
+                        MeasureSummary& sum) {
+  MeasurementStore store(measurement_store_path(o));
   for (const auto& g : groups) {
-    json arr = json::array();
-    for (size_t i : g) arr.push_back(recs[i]);
     MeasureStats st;
     std::vector<char> kept;
-    json out = measure_records(std::move(arr), o, store, &st, &kept);
+    json out = measure_records(group_records(recs, g), o, store, &st, &kept);
     sum.compile_s += st.compile_s;
     sum.measure_s += st.measure_s;
     sum.measured += st.measured;
@@ -700,6 +726,22 @@ MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, co
     }
   }
   sum.reused = sum.sessions - sum.measured;
+}
+
+}  // namespace
+
+MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
+                            Cluster& cluster) {
+  Progress none("generate", ProgressStyle::Off);
+  Progress& progress = o.progress ? *o.progress : none;
+  const std::vector<std::vector<size_t>> groups = kept_groups(recs, keep);
+  const FillTiming filled = fill_store(recs, groups, o, cluster, progress);
+  MeasureSummary sum;
+  sum.compile_s = filled.compile_s;
+  sum.measure_s = filled.measure_s;
+  sum.measured = filled.measured;
+  if (cluster.rank() != 0) return sum;
+  records_from_store(recs, keep, groups, o, sum);
   progress.stage_end();
   return sum;
 }

@@ -157,8 +157,9 @@ struct MeasureSummary {
 };
 
 // Measures the kept records (`keep[i]`), root by root (records of one root are consecutive and
-// share root.key), in up to o.jobs forked workers that fill the store; then rewrites every kept
-// record from the store (measure_records) and clears keep[i] of the records it drops.
+// share root.key), in up to o.jobs forked workers that fill the store (each its list of roots by
+// missing comparisons, sharding.h); then rewrites every kept record from the store
+// (measure_records) and clears keep[i] of the records it drops.
 // Distributed (every rank calls it; only rank 0 passes records): rank 0 hands the roots whose
 // comparisons the store lacks to the measuring ranks (one per node, Cluster::measuring), each
 // fills its own store (OUT/ranks/rank-R/measurements.sqlite), rank 0 merges those into the
