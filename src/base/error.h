@@ -1,7 +1,7 @@
 // The one error family: an error that a user's input causes carries a kind, and the kind alone
 // decides serve's HTTP status and the CLI's exit code, in kErrorKinds below. Front ends catch
 // base::Error (or an exception derived from it: leir::LeirError, import::ImportError,
-// interp::RuntimeError, tune::ReplayError, serve's LimitExceeded) and look the kind up instead of
+// interp::RuntimeError, strategies::ReplayError, serve's LimitExceeded) and look the kind up instead of
 // choosing a status per call site.
 #pragma once
 

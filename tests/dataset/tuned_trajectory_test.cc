@@ -110,7 +110,7 @@ TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
   // other states the tuner measured (numbered after the path's), each result once.
   std::set<std::string> measured;
   for (const auto& trial : r.history)
-    if (trial.ok) measured.insert(text(tune::replay(root, trial.trace)));
+    if (trial.ok) measured.insert(text(strategies::replay(root, trial.trace)));
   std::set<uint64_t> results;
   for (const auto& t : ts) EXPECT_TRUE(results.insert(t.result_hash).second);
   int off_path = 0;

@@ -19,7 +19,7 @@
 #include "apps/optimize/policy.h"
 #include "search/analytic/search.h"
 #include "serve/server_process.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 #include "ir/verify/verifier.h"
 
 namespace fs = std::filesystem;
@@ -54,11 +54,11 @@ TEST(OptimizeChat, EveryScriptedCaseEndsInItsFunnelCount) {
   std::vector<std::pair<json, std::string>> good;  // (action answer, result program text)
   for (const auto& m : dataset::action_menu(root)) {
     if (good.size() == 2) break;
-    leir::Program r = tune::apply_step(root, {m.strategy, m.address, m.description, m.choices.front()});
+    leir::Program r = strategies::apply_step(root, {m.strategy, m.address, m.description, m.choices.front()});
     std::string t = leir::program_to_text(r);
     if (t == leir::program_to_text(root) || (!good.empty() && good[0].second == t)) continue;
     if (!verify::verify(root, r, verify::VerifyOptions{}).equivalent) continue;
-    good.push_back({{{"strategy", m.strategy}, {"site", tune::to_handle(m.address)},
+    good.push_back({{{"strategy", m.strategy}, {"site", strategies::to_handle(m.address)},
                      {"params", json::parse(strategies::params_to_json(m.choices.front()))}},
                     t});
   }

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/reward/answer.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::reward {
 namespace {
@@ -42,13 +42,14 @@ TEST(Answer, ActionFormAcceptsSiteHandles) {
     EXPECT_FALSE(b.ok) << bad;
     EXPECT_NE(b.reason.find("site handle"), std::string::npos) << b.reason;
   }
-  // The handle is search/tune/trace.h's site address, both ways.
-  for (const tune::SiteAddress& s : {tune::SiteAddress{}, tune::SiteAddress{{0}, {}, 0}, tune::SiteAddress{{2, 1}, {0, 3}, 1}}) {
-    auto back = tune::parse_handle(tune::to_handle(s));
-    ASSERT_TRUE(back) << tune::to_handle(s);
-    EXPECT_EQ(*back, s) << tune::to_handle(s);
+  // The handle is transform/trace.h's site address, both ways.
+  using strategies::SiteAddress;
+  for (const SiteAddress& s : {SiteAddress{}, SiteAddress{{0}, {}, 0}, SiteAddress{{2, 1}, {0, 3}, 1}}) {
+    auto back = strategies::parse_handle(strategies::to_handle(s));
+    ASSERT_TRUE(back) << strategies::to_handle(s);
+    EXPECT_EQ(*back, s) << strategies::to_handle(s);
   }
-  EXPECT_EQ(tune::to_handle({{2, 1}, {0, 3}, 1}), "@2.1/0.3#1");
+  EXPECT_EQ(strategies::to_handle({{2, 1}, {0, 3}, 1}), "@2.1/0.3#1");
 }
 
 TEST(Answer, ListAndLastAnswerTagCounts) {

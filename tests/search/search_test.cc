@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "ir/analysis/program_facts.h"
 #include "ir/leir/program_io.h"
 #include "search/analytic/search.h"
 #include "ir/verify/verifier.h"
@@ -63,7 +64,7 @@ TEST(Search, ModelCostRewardsParallelLoops) {
   auto q = leir::program_from_text(
       "input A: f64[64,32]\noutput C: f64[64,32]\nP^{64}_{i=0}L^{32}_{j=0}[C^{f64,g}_{i,j}=A^{f64,g}_{i,j}*2.0;];");
   EXPECT_LT(model_cost(q).value, model_cost(p).value);
-  auto f = program_facts(p);
+  auto f = analysis::program_facts(p);
   ASSERT_EQ(f.nests.size(), 1u);
   EXPECT_EQ(f.nests[0].iterations, 64 * 32);
   EXPECT_EQ(f.nests[0].flops, 64 * 32);

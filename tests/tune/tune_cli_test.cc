@@ -20,7 +20,7 @@
 #include "ir/leir/program_io.h"
 #include "shell_command.h"
 #include "search/tune/database.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 #include "ir/verify/verifier.h"
 #include "file_text.h"
 
@@ -99,9 +99,9 @@ TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
   leir::Program rootp = leir::read_programs(root.string()).front();
   leir::Program best = leir::read_programs((dir / "a" / "best.json").string()).front();
   EXPECT_TRUE(verify::verify(rootp, best, verify::VerifyOptions{.trials = 2}).equivalent);
-  Trace t;
-  for (const auto& s : json::parse(slurp(dir / "a" / "trajectory.json"))) t.push_back(step_from_json(s));
-  EXPECT_EQ(leir::program_to_text(replay(rootp, t), false), leir::program_to_text(best, false));
+  strategies::Trace t;
+  for (const auto& s : json::parse(slurp(dir / "a" / "trajectory.json"))) t.push_back(strategies::step_from_json(s));
+  EXPECT_EQ(leir::program_to_text(strategies::replay(rootp, t), false), leir::program_to_text(best, false));
 }
 
 TEST(TuneCli, BadOptionsAndFilesAreClearErrors) {

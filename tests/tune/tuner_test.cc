@@ -89,7 +89,7 @@ TEST(EvolutionarySearch, RoundZeroStartsWithTheRuleChains) {
   std::vector<std::string> first;
   for (size_t i = 0; i < 3; ++i) {
     const auto& n = nodes[size_t(chosen[i])];
-    EXPECT_EQ(leir::program_to_text(replay(root, n.trace), false), n.text);
+    EXPECT_EQ(leir::program_to_text(strategies::replay(root, n.trace), false), n.text);
     first.push_back(kinds(n.program));
   }
   EXPECT_EQ(first, (std::vector<std::string>{"PLPL", "LVLV", "PVPV"}));
@@ -145,8 +145,8 @@ std::vector<RuleChain> chains_on(const leir::Program& root, int vector_bytes, in
 }
 std::vector<RuleChain> chains_on_avx512(const leir::Program& root) { return chains_on(root, 64, 32); }
 std::vector<RuleChain> chains_on_avx2(const leir::Program& root) { return chains_on(root, 32, 16); }
-Trace trace_of(const RuleChain& chain) {
-  Trace t;
+strategies::Trace trace_of(const RuleChain& chain) {
+  strategies::Trace t;
   for (const auto& rs : chain) t.push_back(rs.step);
   return t;
 }
@@ -166,7 +166,7 @@ leir::Program gemm_with_epilogue(int m, int k, int n, const std::string& outer) 
 // A chain's steps replay from the root to its last program, which the verifier accepts.
 void expect_replays_and_verifies(const leir::Program& root, const RuleChain& chain, uint64_t seed) {
   const leir::Program& p = chain.back().program;
-  EXPECT_EQ(leir::program_to_text(replay(root, trace_of(chain)), false), leir::program_to_text(p, false));
+  EXPECT_EQ(leir::program_to_text(strategies::replay(root, trace_of(chain)), false), leir::program_to_text(p, false));
   auto rep = verify::verify(root, p, verify::VerifyOptions{.trials = 2, .seed = seed});
   EXPECT_TRUE(rep.equivalent) << rep.error;
 }
@@ -182,9 +182,9 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
   std::vector<std::string> kinds;
   for (size_t k = 3; k < 6; ++k) {
     const auto& chain = chains[k];
-    const Trace trace = trace_of(chain);
+    const strategies::Trace trace = trace_of(chain);
     const leir::Program& tiled = chain.back().program;
-    EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
+    EXPECT_EQ(leir::program_to_text(strategies::replay(root, trace), false), leir::program_to_text(tiled, false));
     auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 3, .seed = 3});
     EXPECT_TRUE(rep.equivalent) << rep.error;
     EXPECT_NE(backend::cpu::generate_cpu_kernel(tiled, {}).code.find("register block"), std::string::npos);
@@ -250,9 +250,9 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
   // 8 rows x 4 vectors (62 columns, masked tail) exceed 16 accumulators: only the 4-row block
   // (then the vectorized accumulation).
   ASSERT_EQ(chains.size(), 5u);
-  const Trace trace = trace_of(chains[3]);
+  const strategies::Trace trace = trace_of(chains[3]);
   const leir::Program& tiled = chains[3].back().program;
-  EXPECT_EQ(leir::program_to_text(replay(root, trace), false), leir::program_to_text(tiled, false));
+  EXPECT_EQ(leir::program_to_text(strategies::replay(root, trace), false), leir::program_to_text(tiled, false));
   auto rep = verify::verify(root, tiled, verify::VerifyOptions{.trials = 2, .seed = 5});
   EXPECT_TRUE(rep.equivalent) << rep.error;
   std::string kinds;
@@ -293,9 +293,9 @@ TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
   auto r = tune(root, options(tmp("replay"), &fake));
   ASSERT_FALSE(r.best_trace.empty());
   // Through JSON, as trajectory.json stores it.
-  Trace back;
-  for (const auto& s : trajectory_json(r)) back.push_back(step_from_json(s));
-  leir::Program replayed = replay(root, back);
+  strategies::Trace back;
+  for (const auto& s : trajectory_json(r)) back.push_back(strategies::step_from_json(s));
+  leir::Program replayed = strategies::replay(root, back);
   EXPECT_EQ(leir::program_to_text(replayed, false), leir::program_to_text(r.best, false));
   EXPECT_EQ(leir::program_to_json(replayed).dump(), leir::program_to_json(r.best).dump());
   auto rep = verify::verify(root, r.best, verify::VerifyOptions{.trials = 4, .seed = 11});
@@ -322,18 +322,18 @@ TEST(Tuner, SameSeedAndStoreGiveIdenticalResultsAndReuseEveryFact) {
 
 TEST(Trace, BadStepsAreClearErrors) {
   leir::Program root = root_program();
-  TraceStep s{"no_such_strategy", {}, "", {}};
-  EXPECT_THROW(apply_step(root, s), ReplayError);
+  strategies::TraceStep s{"no_such_strategy", {}, "", {}};
+  EXPECT_THROW(strategies::apply_step(root, s), strategies::ReplayError);
   s.strategy = "loop_split";
   s.site.path = {7, 7};
   try {
-    apply_step(root, s);
+    strategies::apply_step(root, s);
     FAIL();
-  } catch (const ReplayError& e) {
+  } catch (const strategies::ReplayError& e) {
     EXPECT_NE(std::string(e.what()).find("no site at path [7,7]"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(step_from_json(json{{"strategy", "x"}}), ReplayError);
-  EXPECT_THROW(params_from_json(json{{"factor", 1.5}}), ReplayError);
+  EXPECT_THROW(strategies::step_from_json(json{{"strategy", "x"}}), strategies::ReplayError);
+  EXPECT_THROW(strategies::params_from_json(json{{"factor", 1.5}}), strategies::ReplayError);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ std::string menu_text(const std::vector<MenuSite>& menu) {
   for (const auto& m : menu) {
     if (m.strategy != last) s += m.strategy + ":\n";
     last = m.strategy;
-    s += fmt::format("  {} ({})", tune::to_handle(m.address), m.description);
+    s += fmt::format("  {} ({})", strategies::to_handle(m.address), m.description);
     if (m.choices.size() > 1 || !m.choices.front().empty()) {
       s += " params:";
       for (size_t k = 0; k < m.choices.size() && k < kChoicesShown; ++k)
@@ -51,7 +51,8 @@ std::vector<MenuSite> action_menu(const leir::Program& p) {
     for (size_t i = 0; i < sites.size() && i < kMenuSitesPerStrategy; ++i) {
       auto choices = s->param_space(st, sites[i]);
       if (choices.empty()) choices.push_back({});
-      menu.push_back({std::string(s->name()), tune::address_of(sites, i), sites[i].description, std::move(choices)});
+      menu.push_back(
+          {std::string(s->name()), strategies::address_of(sites, i), sites[i].description, std::move(choices)});
     }
   }
   return menu;
@@ -140,7 +141,7 @@ std::string site_handle(const leir::Program& parent, const std::string& strategy
   if (!s) throw std::invalid_argument("unknown strategy " + strategy);
   auto sites = s->sites(parent);
   if (index >= sites.size()) throw std::invalid_argument("site index out of range");
-  return tune::to_handle(tune::address_of(sites, index));
+  return strategies::to_handle(strategies::address_of(sites, index));
 }
 
 json action_answer(const leir::Program& parent, const json& a) {

@@ -3,7 +3,7 @@
 // in operation exactly what it was trained on.
 //
 // Two answer formats. IR (Step-TP): the answer carries the whole transformed program. Action:
-// the answer names a strategy, a site by its stable handle (search/tune/trace.h to_handle) and
+// the answer names a strategy, a site by its stable handle (transform/trace.h to_handle) and
 // parameters, and steptp applies it (apps/reward/answer.h) — far fewer output tokens; the prompt then
 // lists every applicable strategy's sites by handle with their parameter choices (the menu).
 #pragma once
@@ -15,7 +15,7 @@
 
 #include "ir/leir/ast.h"
 #include "transform/strategy.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::dataset {
 
@@ -25,7 +25,7 @@ AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action"; thro
 // One site of the action menu: strategy, stable address, description and parameter choices.
 struct MenuSite {
   std::string strategy;
-  tune::SiteAddress address;
+  strategies::SiteAddress address;
   std::string description;
   std::vector<strategies::Params> choices;  // never empty (a parameterless site has one empty choice)
 };
@@ -44,7 +44,7 @@ std::vector<MenuSite> action_menu(const leir::Program& p);
 // analysis_json), so every fact the `<think>` may use is in the prompt.
 nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
 
-// The stable handle (search/tune/trace.h to_handle) of site `index` of `strategy` in `parent`.
+// The stable handle (transform/trace.h to_handle) of site `index` of `strategy` in `parent`.
 // Throws std::invalid_argument for an unknown strategy or an index out of range.
 std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index);
 

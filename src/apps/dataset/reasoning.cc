@@ -134,7 +134,7 @@ json machine_json(const tune::Machine& m) {
 }
 
 json analysis_json(const leir::Program& p) {
-  const auto pf = search::program_facts(p);
+  const auto pf = analysis::program_facts(p);
   const auto all = analysis::all_nests(p.body);
   json nests = json::array();
   for (size_t i = 0; i < p.body.size(); ++i) {
@@ -168,10 +168,10 @@ json analysis_json(const leir::Program& p) {
           {"nests", nests}};
 }
 
-json step_effect(const leir::Program& a, const leir::Program& b) { return step_effect(a, search::program_facts(a), b); }
+json step_effect(const leir::Program& a, const leir::Program& b) { return step_effect(a, analysis::program_facts(a), b); }
 
-json step_effect(const leir::Program& a, const search::ProgramFacts& fa, const leir::Program& b) {
-  auto fb = search::program_facts(b);
+json step_effect(const leir::Program& a, const analysis::ProgramFacts& fa, const leir::Program& b) {
+  auto fb = analysis::program_facts(b);
   Changed c = changed_items(a, b);
   auto la = loops_of(a, c.first, c.end_a), lb = loops_of(b, c.first, c.end_b);
   // Loops of the changed items that gain a parallel/bound/vector/unroll kind, lose one, or are
@@ -225,7 +225,7 @@ json step_effect(const leir::Program& a, const search::ProgramFacts& fa, const l
   }
   // Contiguity over the changed items only: a reorder of one nest among many moves this share
   // even when the program-wide share hardly moves.
-  auto changed_share = [](const search::ProgramFacts& f, size_t from, size_t to) {
+  auto changed_share = [](const analysis::ProgramFacts& f, size_t from, size_t to) {
     int64_t acc = 0, contiguous = 0;
     for (size_t i = from; i < to && i < f.nests.size(); ++i) acc += f.nests[i].accesses, contiguous += f.nests[i].contiguous_accesses;
     return share(contiguous, acc);

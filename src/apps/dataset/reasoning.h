@@ -19,7 +19,7 @@
 
 #include "ir/analysis/dependence.h"
 #include "ir/leir/ast.h"
-#include "search/analytic/search.h"
+#include "ir/analysis/program_facts.h"
 #include "search/tune/machine.h"
 
 namespace steptp::dataset {
@@ -46,8 +46,8 @@ nlohmann::json analysis_json(const leir::Program& p);
 // items, {"var", "extent", "kind", "dependence"}), "parallel_items" (how many of those items run
 // a parallel/bound loop of extent > 1), and "loops" (loops that gain or lose a
 // parallel/bound/vector/unroll kind or are new, {"var", "extent", "before", "after", "dependence"}).
-// `parent_facts` is search::program_facts(parent) (callers reuse it across a state's steps).
-nlohmann::json step_effect(const leir::Program& parent, const search::ProgramFacts& parent_facts,
+// `parent_facts` is analysis::program_facts(parent) (callers reuse it across a state's steps).
+nlohmann::json step_effect(const leir::Program& parent, const analysis::ProgramFacts& parent_facts,
                            const leir::Program& result);
 nlohmann::json step_effect(const leir::Program& parent, const leir::Program& result);
 // The top-level items that differ (by printed text), before -> after, and the tensors added or

@@ -45,7 +45,7 @@ json loop_facts(const leir::Program& p, int index) {
   return loops;
 }
 
-json facts_json(const leir::Program& p, const search::ProgramFacts& pf, int site_item) {
+json facts_json(const leir::Program& p, const analysis::ProgramFacts& pf, int site_item) {
   json nests = json::array();
   for (size_t i = 0; i < pf.nests.size(); ++i) {
     const auto& n = pf.nests[i];
@@ -70,7 +70,7 @@ json facts_json(const leir::Program& p, const search::ProgramFacts& pf, int site
 
 // One answer of a record (its "id" is set where it is used: single and multi-answer records may
 // share a transition).
-json answer_json(const search::Transition& t, const search::ProgramFacts& parent_facts) {
+json answer_json(const search::Transition& t, const analysis::ProgramFacts& parent_facts) {
   int site_item = t.site.path.empty() ? -1 : t.site.path[0];
   double sp = search::round_ratio(t.cost_parent.value, t.cost_result.value);
   double sr = search::round_ratio(t.cost_root.value, t.cost_result.value);
@@ -180,7 +180,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
       return transitions[a].cost_result.value < transitions[b].cost_result.value;
     });
-    const auto parent_facts = search::program_facts(first.parent);
+    const auto parent_facts = analysis::program_facts(first.parent);
     std::map<int, json> facts_cache;
     auto facts_for = [&](int item) -> json& {
       auto it = facts_cache.find(item);

@@ -6,13 +6,13 @@
 #include <queue>
 #include <utility>
 
-#include "search/analytic/search.h"
+#include "ir/analysis/program_facts.h"
 
 namespace steptp::dataset {
 
 namespace {
 
-uint64_t executed_instances(const search::ProgramFacts& f) {
+uint64_t executed_instances(const analysis::ProgramFacts& f) {
   uint64_t executed = 0;
   for (const auto& n : f.nests) executed += uint64_t(std::max<int64_t>(0, n.iterations));
   return executed;
@@ -21,7 +21,7 @@ uint64_t executed_instances(const search::ProgramFacts& f) {
 }  // namespace
 
 uint64_t root_cost(const leir::Program& p) {
-  search::ProgramFacts f = search::program_facts(p);
+  analysis::ProgramFacts f = analysis::program_facts(p);
   return uint64_t(f.nests.size() + uint64_t(std::max<int64_t>(0, f.statements))) * (executed_instances(f) + 4096);
 }
 
@@ -30,7 +30,7 @@ uint64_t tuned_root_cost(const leir::Program& p, double naive_ms, int trials) {
   // (8 bench roots, 16 trials, this 2-core VM under load; docs/mpi.md): seconds fixed, and seconds
   // per ms of naive one-core time. The fixed part dominates at the profile's root sizes.
   constexpr double kFixedS = 2.19, kPerNaiveMsS = 0.0135;
-  if (!(naive_ms > 0)) naive_ms = double(executed_instances(search::program_facts(p))) * 1e-6;
+  if (!(naive_ms > 0)) naive_ms = double(executed_instances(analysis::program_facts(p))) * 1e-6;
   return uint64_t(std::llround(1000.0 * std::max(1, trials) * (kFixedS + kPerNaiveMsS * naive_ms)));
 }
 

@@ -13,7 +13,7 @@ namespace steptp::dataset {
 
 // Estimated search cost of a root (arbitrary units, deterministic, integer): the search
 // verifies every candidate on the interpreter, so a candidate costs about the statements the
-// program executes (search::program_facts: iterations summed over statements) plus a fixed
+// program executes (analysis::program_facts: iterations summed over statements) plus a fixed
 // part (apply, analysis, the verifier's set-up); the candidates per state grow with the
 // program's nests and statements. Hence (nests + statements) x (executed statements + 4096).
 uint64_t root_cost(const leir::Program& p);

@@ -16,9 +16,9 @@ namespace steptp::dataset {
 namespace {
 
 // The first `n` steps of a trace as one comparable string (their JSON).
-std::string trace_key(const tune::Trace& t, size_t n) {
+std::string trace_key(const strategies::Trace& t, size_t n) {
   std::string key;
-  for (size_t k = 0; k < n && k < t.size(); ++k) key += tune::step_to_json(t[k]).dump();
+  for (size_t k = 0; k < n && k < t.size(); ++k) key += strategies::step_to_json(t[k]).dump();
   return key;
 }
 
@@ -27,19 +27,19 @@ std::string trace_key(const tune::Trace& t, size_t n) {
 std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
                                                   double improve_threshold, tune::MeasurementStore* store,
                                                   search::SearchStats* stats) {
-  const tune::Trace& path = r.best_trace;
+  const strategies::Trace& path = r.best_trace;
   const size_t L = path.size();
   // The states of the path.
   std::vector<leir::Program> states{r.root};
-  std::vector<tune::AppliedStep> applied;
+  std::vector<strategies::AppliedStep> applied;
   for (size_t k = 0; k < L; ++k) {
-    applied.push_back(tune::resolve_step(states[k], path[k]));
+    applied.push_back(strategies::resolve_step(states[k], path[k]));
     states.push_back(applied.back().candidate.program);
   }
   // The replayed path must end at the program the tuner measured (a trace is replayable by
   // contract); anything else would describe a program nobody timed.
   if (leir::program_to_text(states.back(), false) != leir::program_to_text(r.best, false))
-    throw tune::ReplayError("the best trace does not replay to the tuner's best program");
+    throw strategies::ReplayError("the best trace does not replay to the tuner's best program");
   // The learned model's prediction for each measured candidate (by its trace).
   std::map<std::string, double> predicted;
   for (const auto& t : r.history)
@@ -50,8 +50,8 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   std::vector<search::Transition> out;
   // One transition: `step` (applied as `a`) from the state numbered `state`, the program `parent`
   // reached from the root by `prefix`.
-  auto add = [&](int state, const tune::Trace& prefix, const leir::Program& parent, const search::Cost& parent_cost,
-                 const tune::TraceStep& step, tune::AppliedStep a) {
+  auto add = [&](int state, const strategies::Trace& prefix, const leir::Program& parent,
+                 const search::Cost& parent_cost, const strategies::TraceStep& step, strategies::AppliedStep a) {
     search::Transition t;
     t.depth = int(prefix.size()) + 1;
     t.state = state;
@@ -74,7 +74,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
     if (auto it = predicted.find(key); it != predicted.end()) t.learned_speedup_vs_root = std::exp2(it->second);
     out.push_back(std::move(t));
   };
-  auto path_prefix = [&](size_t k) { return tune::Trace(path.begin(), path.begin() + long(k)); };
+  auto path_prefix = [&](size_t k) { return strategies::Trace(path.begin(), path.begin() + long(k)); };
   for (size_t k = 0; k < L; ++k) {
     add(int(k), path_prefix(k), states[k], state_cost[k], path[k], applied[k]);
     auto& t = out.back();
@@ -107,7 +107,7 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
   for (const auto& trial : r.history) {
     if (!trial.ok || trial.trace.empty()) continue;
     const size_t k = trial.trace.size() - 1;
-    const tune::Trace prefix(trial.trace.begin(), trial.trace.begin() + long(k));
+    const strategies::Trace prefix(trial.trace.begin(), trial.trace.begin() + long(k));
     const std::string prefix_key = trace_key(prefix, k);
     const bool on_path = k <= L && prefix_key == path_keys[k];
     auto parent_trial = measured.find(prefix_key);
@@ -117,17 +117,17 @@ std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uin
       if (!on_path) {
         auto it = off_states.find(prefix_key);
         if (it == off_states.end()) {
-          leir::Program p = tune::replay(r.root, prefix);
+          leir::Program p = strategies::replay(r.root, prefix);
           search::Cost c = search::model_cost(p);
           it = off_states.emplace(prefix_key, OffState{int(L) + 1 + int(off_states.size()), std::move(p), c}).first;
         }
         off = &it->second;
       }
       const leir::Program& parent = on_path ? states[k] : off->program;
-      tune::AppliedStep a = tune::resolve_step(parent, trial.trace[k]);
+      strategies::AppliedStep a = strategies::resolve_step(parent, trial.trace[k]);
       if (!seen.insert(leir::program_hash(a.candidate.program)).second) continue;
       add(on_path ? int(k) : off->id, prefix, parent, on_path ? state_cost[k] : off->cost, trial.trace[k], std::move(a));
-    } catch (const tune::ReplayError&) {
+    } catch (const strategies::ReplayError&) {
       continue;  // cannot happen for a trace the search built; skip rather than guess
     }
     const std::optional<double> parent_speedup =

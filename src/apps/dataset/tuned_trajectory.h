@@ -32,7 +32,7 @@ namespace steptp::dataset {
 // Deterministic given the tuning result. `improve_threshold`: the speedup over the parent from
 // which a step counts as improving (the model's pre-label, and the tuner's measurement of an
 // alternative). `store` (optional): the tuner's measurement store, whose verdicts (same root,
-// same `verify_seed`) are reused and where new ones are kept. Throws tune::ReplayError if the
+// same `verify_seed`) are reused and where new ones are kept. Throws strategies::ReplayError if the
 // best trace does not replay (a tuner bug, never bad input).
 std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
                                                   double improve_threshold, tune::MeasurementStore* store = nullptr,

@@ -38,7 +38,8 @@ class ModelPolicy : public Policy {
     for (size_t p : pick) {
       const auto& m = menu[actions[p].first];
       try {
-        auto prog = tune::apply_step(*s.program, {m.strategy, m.address, m.description, m.choices[actions[p].second]});
+        auto prog =
+            strategies::apply_step(*s.program, {m.strategy, m.address, m.description, m.choices[actions[p].second]});
         x.push_back(tune::extract_features(prog, machine_));
         applied.push_back(p);
       } catch (const std::exception&) {
@@ -53,7 +54,7 @@ class ModelPolicy : public Policy {
     for (size_t r = 0; r < order.size() && int(out.size()) < n; ++r) {
       const auto& a = actions[applied[order[r]]];
       const auto& m = menu[a.first];
-      out.push_back(proposal(action_answer_text(m.strategy, tune::to_handle(m.address),
+      out.push_back(proposal(action_answer_text(m.strategy, strategies::to_handle(m.address),
                                                   strategies::params_to_json(m.choices[a.second]))));
     }
     return out;

@@ -27,7 +27,7 @@ class RandomPolicy : public Policy {
     std::vector<Proposal> out;
     for (size_t p : pick) {
       const auto& m = menu[actions[p].first];
-      out.push_back(proposal(action_answer_text(m.strategy, tune::to_handle(m.address),
+      out.push_back(proposal(action_answer_text(m.strategy, strategies::to_handle(m.address),
                                                   strategies::params_to_json(m.choices[actions[p].second]))));
     }
     return out;

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::reward {
 namespace {
@@ -35,7 +35,7 @@ std::optional<std::string> parse_step(const json& j, Step& s) {
     if (s.strategy.empty()) return "an action needs \"strategy\"";
     const json& k = j["site"];
     if (k.is_string()) {
-      if (!tune::parse_handle(k.get<std::string>()))
+      if (!strategies::parse_handle(k.get<std::string>()))
         return "\"site\" must be a site handle such as \"@0/1.2\" (as the prompt lists them) or an index";
       s.form = Step::Form::Action;
       s.site_handle = k.get<std::string>();

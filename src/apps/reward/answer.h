@@ -10,7 +10,7 @@
 //     body (as public_train.jsonl writes it; the parent's signature is then prepended); or
 //   * action form: {"strategy": NAME, "site": K or HANDLE, "params"?: {...}}: steptp applies
 //     strategy NAME at its K-th site (the index `steptp apply --explain` lists) or at the site
-//     with that stable handle ("@0/1.2": search/tune/trace.h's site address, as `optimize` prompts and
+//     with that stable handle ("@0/1.2": transform/trace.h's site address, as `optimize` prompts and
 //     `generate --answer-format action` list them) with those parameters (omitted: the site's
 //     only parameter choice, or its first one).
 // Parsing never throws: a bad answer is a result with `ok == false` and a reason.
@@ -30,7 +30,7 @@ struct Step {
   Form form = Form::IR;
   std::string strategy;            // may be empty in IR form
   std::optional<int> site;         // action form, by index ...
-  std::string site_handle;         // ... or by stable handle (search/tune/trace.h to_handle)
+  std::string site_handle;         // ... or by stable handle (transform/trace.h to_handle)
   std::optional<nlohmann::json> params;  // object, when given
   std::string ir;                  // IR form
 };

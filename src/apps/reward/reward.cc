@@ -17,7 +17,7 @@
 #include "ir/leir/validate.h"
 #include "transform/apply_named.h"
 #include "search/tune/runner.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 #include "ir/verify/verifier.h"
 
 namespace steptp::reward {
@@ -327,10 +327,10 @@ StepProgram candidate_program(const leir::Program& parent, const Step& step) {
       if (step.site) {
         c.program = apply_action(parent, step.strategy, *step.site, step.params);
       } else {
-        const auto handle = *tune::parse_handle(step.site_handle);
+        const auto handle = *strategies::parse_handle(step.site_handle);
         c.program = apply_picked(
             parent, step.strategy,
-            [&](const std::vector<strategies::Site>& sites) { return tune::find_site(sites, handle); },
+            [&](const std::vector<strategies::Site>& sites) { return strategies::find_site(sites, handle); },
             [&](size_t) { return fmt::format("{} has no site {} in this program", step.strategy, step.site_handle); },
             step.params);
       }

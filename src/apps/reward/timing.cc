@@ -15,7 +15,7 @@
 #include "base/atomic_file.h"
 #include "lower/cpu/codegen.h"
 #include "lower/cpu/compiler.h"
-#include "search/analytic/search.h"
+#include "ir/analysis/program_facts.h"
 #include "search/tune/machine.h"
 #include "search/tune/runner.h"
 
@@ -160,7 +160,7 @@ MachinePeaks cached_peaks(const std::string& path, int threads) {
 double lower_bound_seconds(const leir::Program& p, const MachinePeaks& peaks) {
   double io_bytes = 0;
   for (const auto& d : p.known) io_bytes += double(d.numel()) * leir::byte_size(d.dtype);
-  double flops = double(search::program_facts(p).flops);
+  double flops = double(analysis::program_facts(p).flops);
   double t_flops = peaks.flops_per_s > 0 ? flops / peaks.flops_per_s : 0;
   double t_bytes = peaks.bytes_per_s > 0 ? io_bytes / peaks.bytes_per_s : 0;
   return std::max(t_flops, t_bytes);

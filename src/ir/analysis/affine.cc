@@ -1,12 +1,12 @@
 #include "ir/analysis/affine.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "ir/leir/affine.h"
 
 namespace steptp::analysis {
 
 using leir::BinaryOp;
-using leir::ExprKind;
 using leir::ExprPtr;
 
 int64_t Affine::coeff_of(const std::string& var) const {
@@ -43,38 +43,14 @@ Affine Affine::scaled(int64_t k) const {
 }
 
 std::optional<Affine> to_affine(const ExprPtr& e) {
-  switch (e->kind) {
-    case ExprKind::Number: {
-      if (e->value != std::floor(e->value) || std::abs(e->value) > 1e15) return std::nullopt;
-      Affine a;
-      a.constant = static_cast<int64_t>(e->value);
-      return a;
-    }
-    case ExprKind::IndexVar: {
-      Affine a;
-      a.add_term(e->var_name(), 1);
-      return a;
-    }
-    case ExprKind::Unary: {
-      auto x = to_affine(e->args[0]);
-      if (!x) return std::nullopt;
-      return x->scaled(-1);
-    }
-    case ExprKind::Binary: {
-      if (e->bop != BinaryOp::Add && e->bop != BinaryOp::Sub && e->bop != BinaryOp::Mul) return std::nullopt;
-      auto l = to_affine(e->args[0]);
-      if (!l) return std::nullopt;
-      auto r = to_affine(e->args[1]);
-      if (!r) return std::nullopt;
-      if (e->bop == BinaryOp::Add) return *l += *r;
-      if (e->bop == BinaryOp::Sub) return *l += r->scaled(-1);
-      if (l->coeff.empty()) return r->scaled(l->constant);
-      if (r->coeff.empty()) return l->scaled(r->constant);
-      return std::nullopt;
-    }
-    default:
-      return std::nullopt;
-  }
+  // Variables by name (every name is a variable here); literals up to 1e15.
+  auto form = leir::affine_form<std::string>(*e, [](const std::string& v) { return std::optional<std::string>(v); },
+                                              {.max_literal = 1'000'000'000'000'000, .max_product = std::nullopt});
+  if (!form) return std::nullopt;
+  Affine a;
+  for (const auto& [v, c] : form->terms) a.add_term(v, c);
+  a.constant = form->constant;
+  return a;
 }
 
 ExprPtr to_expr(const Affine& a) {

@@ -2,66 +2,24 @@
 
 #include <algorithm>
 
+#include "ir/leir/affine.h"
+
 namespace steptp::interp {
 
-namespace {
-
-void add_scaled(Linear& into, const Linear& x, int64_t k) {
-  into.c0 += k * x.c0;
-  for (const auto& t : x.terms) {
-    auto it = std::find_if(into.terms.begin(), into.terms.end(), [&](const LinearTerm& u) { return u.var == t.var; });
-    if (it == into.terms.end()) into.terms.push_back({t.var, k * t.coef});
-    else it->coef += k * t.coef;
-  }
-  std::erase_if(into.terms, [](const LinearTerm& t) { return t.coef == 0; });
-}
-
-}  // namespace
-
 std::optional<Linear> to_linear(const leir::Expr& e, const VarScope& scope) {
-  using leir::BinaryOp;
-  using leir::ExprKind;
-  switch (e.kind) {
-    case ExprKind::Number: {
-      // Bounded so that products of coefficients stay far from int64 overflow.
-      if (!(std::abs(e.value) < 1e9) || e.value != static_cast<double>(static_cast<int64_t>(e.value)))
-        return std::nullopt;
-      return Linear{static_cast<int64_t>(e.value), {}};
-    }
-    case ExprKind::IndexVar: {
-      int v = scope.find(e.var_name());
-      if (v < 0) return std::nullopt;
-      return Linear{0, {{v, 1}}};
-    }
-    case ExprKind::Unary: {
-      auto x = to_linear(*e.args[0], scope);
-      if (!x) return std::nullopt;
-      Linear out;
-      add_scaled(out, *x, -1);
-      return out;
-    }
-    case ExprKind::Binary: {
-      if (e.bop != BinaryOp::Add && e.bop != BinaryOp::Sub && e.bop != BinaryOp::Mul) return std::nullopt;
-      auto a = to_linear(*e.args[0], scope);
-      auto b = to_linear(*e.args[1], scope);
-      if (!a || !b) return std::nullopt;
-      Linear out;
-      if (e.bop == BinaryOp::Mul) {
-        if (!a->terms.empty() && !b->terms.empty()) return std::nullopt;
-        if (a->terms.empty()) add_scaled(out, *b, a->c0);
-        else add_scaled(out, *a, b->c0);
-        if (std::abs(out.c0) > (int64_t{1} << 40)) return std::nullopt;
-        for (const auto& t : out.terms)
-          if (std::abs(t.coef) > (int64_t{1} << 40)) return std::nullopt;
-        return out;
-      }
-      add_scaled(out, *a, 1);
-      add_scaled(out, *b, e.bop == BinaryOp::Add ? 1 : -1);
-      return out;
-    }
-    default:
-      return std::nullopt;
-  }
+  // Literals below 1e9 and products by a constant up to 2^40, so that the offset arithmetic of
+  // the compiled accesses stays far from int64 overflow.
+  auto form = leir::affine_form<int>(
+      e,
+      [&](const std::string& name) {
+        const int v = scope.find(name);
+        return v < 0 ? std::nullopt : std::optional<int>(v);
+      },
+      {.max_literal = 999'999'999, .max_product = int64_t{1} << 40});
+  if (!form) return std::nullopt;
+  Linear out{form->constant, {}};
+  for (const auto& [v, c] : form->terms) out.terms.push_back({v, c});
+  return out;
 }
 
 Range range_of(const Linear& l, const std::vector<Range>& var_ranges) {

@@ -1,7 +1,7 @@
 // Static validation (LEIR.md §3-4). Every check reports only what is certain (no false alarms on
 // valid programs); what cannot be decided statically is left to the interpreter's dynamic checks.
 //
-// Index analysis. A subscript is analysed as an affine form over loop variables (integer
+// Index analysis. A subscript is analysed as an affine form (ir/leir/affine.h) over loop variables (integer
 // coefficients) when it is built from loop variables, integer literals, + - unary - and * by a
 // constant; otherwise by interval arithmetic (// and % by constants); subscripts reading tensors
 // (gathers) have no static range. Ranges of loop variables come from the loop headers, narrowed
@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/leir/affine.h"
 #include "ir/leir/identifiers.h"
 #include "ir/leir/int_math.h"
 #include "ir/leir/ir_mutator.h"
@@ -80,60 +81,20 @@ struct Affine {
   int64_t k = 0;
 };
 
+// Loop variables by the loop that binds them; literals up to 9e15.
 std::optional<Affine> affine_of(const Expr& e, const Env& env) {
-  switch (e.kind) {
-    case ExprKind::Number: {
-      if (!(e.value >= -9e15 && e.value <= 9e15)) return std::nullopt;
-      auto v = static_cast<int64_t>(e.value);
-      if (static_cast<double>(v) != e.value) return std::nullopt;
-      Affine a;
-      a.k = v;
-      return a;
-    }
-    case ExprKind::IndexVar: {
-      const Binding* b = lookup(env, e.var_name());
-      if (!b) return std::nullopt;
-      Affine a;
-      a.coef[b->loop] = 1;
-      return a;
-    }
-    case ExprKind::Unary: {
-      auto x = affine_of(*e.args[0], env);
-      if (!x) return std::nullopt;
-      for (auto& [l, c] : x->coef) c = -c;
-      x->k = -x->k;
-      return x;
-    }
-    case ExprKind::Binary: {
-      if (e.bop != BinaryOp::Add && e.bop != BinaryOp::Sub && e.bop != BinaryOp::Mul) return std::nullopt;
-      auto x = affine_of(*e.args[0], env);
-      auto y = affine_of(*e.args[1], env);
-      if (!x || !y) return std::nullopt;
-      if (e.bop == BinaryOp::Mul) {
-        if (!x->coef.empty() && !y->coef.empty()) return std::nullopt;
-        if (!x->coef.empty()) std::swap(x, y);  // x is the constant
-        Affine r;
-        if (!mul_ok(y->k, x->k, &r.k)) return std::nullopt;
-        for (auto [l, c] : y->coef) {
-          int64_t p;
-          if (!mul_ok(c, x->k, &p)) return std::nullopt;
-          if (p != 0) r.coef[l] = p;
-        }
-        return r;
-      }
-      int64_t sign = e.bop == BinaryOp::Add ? 1 : -1;
-      Affine r = *x;
-      if (!add_ok(r.k, sign * y->k, &r.k)) return std::nullopt;
-      for (auto [l, c] : y->coef) {
-        int64_t& t = r.coef[l];
-        if (!add_ok(t, sign * c, &t)) return std::nullopt;
-        if (t == 0) r.coef.erase(l);
-      }
-      return r;
-    }
-    default:
-      return std::nullopt;
-  }
+  auto form = affine_form<const Loop*>(
+      e,
+      [&](const std::string& name) {
+        const Binding* b = lookup(env, name);
+        return b ? std::optional<const Loop*>(b->loop) : std::nullopt;
+      },
+      {.max_literal = 9'000'000'000'000'000, .max_product = std::nullopt});
+  if (!form) return std::nullopt;
+  Affine a;
+  for (const auto& [l, c] : form->terms) a.coef[l] = c;
+  a.k = form->constant;
+  return a;
 }
 
 std::optional<Range> affine_range(const Affine& a, const Env& env) {

@@ -28,37 +28,12 @@
 
 namespace steptp::search {
 
-// Static facts of a program used by the cost model and by the CoT. Flops count the arithmetic of
-// values (subscript arithmetic is addressing, not flops); bytes the global-scope accesses.
-struct NestFacts {
-  std::string header;            // "P^{8}_{a=0} L^{16}_{b=0}"
-  std::vector<int64_t> extents;  // loop extents, outermost first
-  int64_t iterations = 0;        // product of all loop extents enclosing statements (summed)
-  int64_t flops = 0;             // arithmetic operations executed
-  int64_t bytes = 0;             // bytes of global-scope accesses executed
-  int64_t local_accesses = 0;    // accesses of l/s-scope buffers executed
-  int64_t parallel_loops = 0;    // P / B loops in the nest
-  int64_t vector_loops = 0;      // V loops
-  int64_t carried_loops = 0;     // loops that carry a dependence (analysis::check_loop)
-  int64_t reduction_loops = 0;   // loops whose only dependence is an accumulation
-  // Executed global accesses, and those whose address moves by at most one element per
-  // iteration of the statement's innermost loop of extent > 1 (unit stride or invariant): the
-  // accesses that stream through cache lines and SIMD lanes.
-  int64_t accesses = 0;
-  int64_t contiguous_accesses = 0;
-};
-struct ProgramFacts {
-  std::vector<NestFacts> nests;  // top-level nests in order
-  int64_t flops = 0, bytes = 0, local_accesses = 0, statements = 0;
-  int64_t accesses = 0, contiguous_accesses = 0;
-};
-ProgramFacts program_facts(const leir::Program& p);
-
 struct Cost {
   double value = 0;    // lower is better (model units or microseconds)
   bool measured = false;
 };
-// cost = (flops + bytes/4 + 0.25*local accesses) / parallel speedup / vector speedup, per nest.
+// cost = (flops + bytes/4 + 0.25*local accesses + 0.5) / parallel speedup / vector speedup per
+// statement instance, over the statements' counts (ir/analysis/program_facts.h statement_counts).
 Cost model_cost(const leir::Program& p);
 
 enum class Mode { Greedy, Beam };

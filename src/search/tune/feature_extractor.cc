@@ -6,22 +6,15 @@
 #include <string>
 
 #include "ir/analysis/affine.h"
+#include "ir/analysis/program_facts.h"
 #include "ir/analysis/structure.h"
 #include "ir/leir/tensors.h"
+#include "ir/leir/types.h"
 
 namespace steptp::tune {
 namespace {
 
 using leir::LoopKind;
-
-int64_t dtype_bytes(leir::DType t) {
-  switch (t) {
-    case leir::DType::F64: case leir::DType::I64: return 8;
-    case leir::DType::F32: case leir::DType::I32: return 4;
-    case leir::DType::F16: case leir::DType::BF16: case leir::DType::I16: return 2;
-    default: return 1;
-  }
-}
 
 int count_ops(const leir::ExprPtr& e) {
   if (e->kind == leir::ExprKind::Access) return 0;  // subscripts are addressing, not work
@@ -59,20 +52,6 @@ struct Walker {
   const Machine& m;
   std::vector<const leir::Loop*> loops;
   std::vector<StmtFacts> out;
-
-  // Flat element stride of `acc` along `var`; nullopt when a subscript is not affine.
-  std::optional<int64_t> stride_of(const leir::Expr& acc, const std::string& var) const {
-    const auto* info = table.find(acc.tensor);
-    if (!info || info->shape.size() != acc.args.size()) return std::nullopt;
-    int64_t stride = 1, step = 0;
-    for (size_t d = acc.args.size(); d-- > 0;) {
-      auto a = analysis::to_affine(acc.args[d]);
-      if (!a) return std::nullopt;
-      step += a->coeff_of(var) * stride;
-      stride *= std::max<int64_t>(1, info->shape[d]);
-    }
-    return step;
-  }
 
   // Elements of `acc` touched while loops [from, end) run (outer variables fixed).
   double elements(const leir::Expr& acc, size_t from) const {
@@ -116,13 +95,13 @@ struct Walker {
     std::map<std::string, const leir::Expr*> distinct;  // one access per tensor for footprints
     bool contiguous = true;
     for (const auto& a : accs) {
-      int64_t eb = dtype_bytes(a->dtype);
+      int64_t eb = leir::byte_size(a->dtype);
       if (a->scope != leir::Scope::Global) {
         f.local++;
         continue;
       }
       f.access_bytes += double(eb);
-      auto st = inner ? stride_of(*a, inner->var) : std::optional<int64_t>(0);
+      auto st = inner ? analysis::flat_stride(*a, inner->var, table) : std::optional<int64_t>(0);
       if (st && *st == 0) f.invariant++;
       else if (st && std::abs(*st) == 1) f.unit++;
       else f.strided++, contiguous = false;
@@ -138,7 +117,7 @@ struct Walker {
       if (j < loops.size()) iters *= double(std::max<int64_t>(1, loops[j]->extent));
       iters_from[j] = iters;
       double fb = 0;
-      for (const auto& [key, acc] : distinct) fb += elements(*acc, j) * double(dtype_bytes(acc->dtype));
+      for (const auto& [key, acc] : distinct) fb += elements(*acc, j) * double(leir::byte_size(acc->dtype));
       foot_from[j] = fb;
     }
     f.footprint = foot_from[0];
@@ -149,19 +128,6 @@ struct Walker {
       f.reuse[c] = std::max(1.0, f.reuse[c]);
     }
     out.push_back(f);
-  }
-
-  void body(const std::vector<leir::Item>& items) {
-    for (const auto& it : items) {
-      if (it.is_stmt()) {
-        stmt(it.stmt);
-        continue;
-      }
-      size_t mark = loops.size();
-      for (const auto& l : it.nest.loops) loops.push_back(&l);
-      body(it.nest.body);
-      loops.resize(mark);
-    }
   }
 };
 
@@ -193,7 +159,10 @@ double estimate(const std::vector<StmtFacts>& st, const Machine& m) {
 std::vector<StmtFacts> walk(const leir::Program& p, const Machine& m) {
   auto table = leir::build_tensor_table(p);
   Walker w{table, m, {}, {}};
-  w.body(p.body);
+  for (const auto& s : analysis::all_stmts(p.body)) {
+    w.loops = s.loops;
+    w.stmt(*s.stmt);
+  }
   return w.out;
 }
 

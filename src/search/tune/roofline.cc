@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "ir/leir/types.h"
-#include "search/analytic/search.h"
+#include "ir/analysis/program_facts.h"
 
 namespace steptp::tune {
 
@@ -16,7 +16,7 @@ ProgramTraffic program_traffic(const leir::Program& p) {
     if (d.role == leir::Role::Output) t.write_bytes += bytes;
     else if (d.role != leir::Role::Constant) t.read_bytes += bytes;
   }
-  t.ops = search::program_facts(p).flops;
+  t.ops = analysis::program_facts(p).flops;
   return t;
 }
 

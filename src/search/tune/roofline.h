@@ -22,7 +22,7 @@ namespace steptp::tune {
 
 struct ProgramTraffic {
   int64_t read_bytes = 0, write_bytes = 0;
-  // Arithmetic operations executed (search::program_facts: a transcendental call counts 4).
+  // Arithmetic operations executed (ir/analysis/program_facts.h: a transcendental call counts 4).
   int64_t ops = 0;
 };
 ProgramTraffic program_traffic(const leir::Program& p);

@@ -52,7 +52,9 @@ class ChainBuilder {
       Params chosen = params ? *params : space.empty() ? Params{} : space[0];
       auto c = s.apply(st, sites[i], chosen);
       if (!c) return false;
-      chain_.push_back({TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, chosen}, c->program});
+      chain_.push_back(
+          {strategies::TraceStep{std::string(s.name()), strategies::address_of(sites, i), sites[i].description, chosen},
+           c->program});
       cur_ = std::move(c->program);
       return true;
     }

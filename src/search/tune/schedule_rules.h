@@ -33,12 +33,12 @@
 
 #include "ir/leir/ast.h"
 #include "search/tune/machine.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::tune {
 
 struct RuleStep {
-  TraceStep step;
+  strategies::TraceStep step;
   leir::Program program;  // after the step
 };
 using RuleChain = std::vector<RuleStep>;

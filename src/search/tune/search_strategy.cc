@@ -39,7 +39,7 @@ void EvolutionarySearch::add_rule_chains() {
   }
 }
 
-int EvolutionarySearch::add_child(int parent, TraceStep step, leir::Program p) {
+int EvolutionarySearch::add_child(int parent, strategies::TraceStep step, leir::Program p) {
   stats_.candidates++;
   uint64_t h = leir::program_hash(p);
   auto it = std::lower_bound(seen_.begin(), seen_.end(), std::make_pair(h, -1));
@@ -82,7 +82,9 @@ void EvolutionarySearch::expand(int node, uint64_t seed) {
                                                    base::mix_seed(sseed, i + 1))) {
           auto c = s.apply(p, sites[i], space[k]);
           if (!c) continue;
-          add_child(node, TraceStep{std::string(s.name()), address_of(sites, i), sites[i].description, space[k]},
+          add_child(node,
+                    strategies::TraceStep{std::string(s.name()), strategies::address_of(sites, i),
+                                          sites[i].description, space[k]},
                     std::move(c->program));
         }
       }

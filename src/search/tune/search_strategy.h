@@ -28,7 +28,7 @@
 #include "ir/leir/ast.h"
 #include "search/tune/cost_model.h"
 #include "search/tune/feature_extractor.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::tune {
 
@@ -49,7 +49,7 @@ struct EvolutionaryOptions {
 };
 
 struct Node {
-  Trace trace;
+  strategies::Trace trace;
   leir::Program program;
   std::string text;  // canonical text (store keys, dedup)
   int parent = -1;
@@ -81,7 +81,7 @@ class EvolutionarySearch {
  private:
   void expand(int node, uint64_t seed);
   // The node of `p` (new, or the existing one with the same bytes); -1 if `p` is invalid.
-  int add_child(int parent, TraceStep step, leir::Program p);
+  int add_child(int parent, strategies::TraceStep step, leir::Program p);
   void add_rule_chains();
 
   Machine machine_;

@@ -25,7 +25,7 @@ constexpr size_t kConfirm = 3;
 
 Subject subject(const Node& n) { return {&n.program, &n.text}; }
 
-std::string strategy_path(const Trace& t) {
+std::string strategy_path(const strategies::Trace& t) {
   std::string s;
   for (const auto& st : t) s += (s.empty() ? "" : " > ") + st.strategy;
   return s;
@@ -227,7 +227,7 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
 json trajectory_json(const TuneResult& r) {
   json steps = json::array();
   for (size_t k = 0; k < r.best_trace.size(); ++k) {
-    json s = step_to_json(r.best_trace[k]);
+    json s = strategies::step_to_json(r.best_trace[k]);
     const auto& t = r.trajectory[k];
     s["speedup_vs_parent"] = t.measured ? json(t.speedup_vs_parent) : json(nullptr);
     s["faster_than_parent"] = t.measured ? json(t.faster) : json(nullptr);

@@ -34,7 +34,7 @@
 #include "search/tune/roofline.h"
 #include "search/tune/runner.h"
 #include "search/tune/search_strategy.h"
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 namespace steptp::tune {
 
@@ -67,7 +67,7 @@ struct StepTiming {
 struct Trial {
   int node = 0, round = 0;
   std::string strategy_path;  // "loop_reorder > loop_tiling > ..."
-  Trace trace;                // the candidate's steps from the root
+  strategies::Trace trace;    // the candidate's steps from the root
   bool verified = false, ok = false;
   std::string error;          // why not verified / not measured
   double predicted = 0;       // model's log2 speedup at selection
@@ -77,7 +77,7 @@ struct Trial {
 
 struct TuneResult {
   leir::Program root, best;
-  Trace best_trace;
+  strategies::Trace best_trace;
   std::vector<StepTiming> trajectory;  // one per best_trace step
   double root_ms = 0, best_ms = 0, speedup = 1;
   int trials = 0, measured = 0, not_verified = 0, failed = 0;

@@ -20,20 +20,13 @@
 #include "transform/site_address.h"
 #include "transform/strategy.h"
 
-namespace steptp::tune {
-
-// Sites are addressed by the strategy layer's stable handles (transform/site_address.h).
-using strategies::address_of;
-using strategies::find_site;
-using strategies::parse_handle;
-using strategies::SiteAddress;
-using strategies::to_handle;
+namespace steptp::strategies {
 
 struct TraceStep {
   std::string strategy;
   SiteAddress site;
   std::string site_description;  // for people; replay ignores it
-  strategies::Params params;
+  Params params;
 };
 using Trace = std::vector<TraceStep>;
 
@@ -44,7 +37,6 @@ struct ReplayError : base::Error {
 };
 
 // A step applied (transform/apply_named.h, shared with the reward's action answers).
-using strategies::AppliedStep;
 AppliedStep resolve_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program apply_step(const leir::Program& p, const TraceStep& step);  // throws ReplayError
 leir::Program replay(const leir::Program& root, const Trace& trace);      // throws ReplayError
@@ -53,6 +45,6 @@ leir::Program replay(const leir::Program& root, const Trace& trace);      // thr
 // (throws ReplayError naming the field on malformed input).
 nlohmann::json step_to_json(const TraceStep& s);
 TraceStep step_from_json(const nlohmann::json& j);
-strategies::Params params_from_json(const nlohmann::json& j);
+Params params_from_json(const nlohmann::json& j);
 
-}  // namespace steptp::tune
+}  // namespace steptp::strategies

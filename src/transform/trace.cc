@@ -1,23 +1,23 @@
-#include "search/tune/trace.h"
+#include "transform/trace.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace steptp::tune {
+namespace steptp::strategies {
 
 using nlohmann::json;
 
 AppliedStep resolve_step(const leir::Program& p, const TraceStep& step) {
-  auto r = strategies::apply_named(
-      p, step.strategy, [&](const std::vector<strategies::Site>& sites) { return find_site(sites, step.site); },
-      [&](const std::vector<strategies::Params>& space) -> std::optional<strategies::Params> {
+  auto r = apply_named(
+      p, step.strategy, [&](const std::vector<Site>& sites) { return find_site(sites, step.site); },
+      [&](const std::vector<Params>& space) -> std::optional<Params> {
         if (std::find(space.begin(), space.end(), step.params) == space.end()) return std::nullopt;
         return step.params;
       });
   if (auto* a = std::get_if<AppliedStep>(&r)) return std::move(*a);
-  const auto& f = std::get<strategies::ApplyFailure>(r);
-  using Stage = strategies::ApplyFailure::Stage;
+  const auto& f = std::get<ApplyFailure>(r);
+  using Stage = ApplyFailure::Stage;
   switch (f.stage) {
     case Stage::UnknownStrategy: throw ReplayError(fmt::format("unknown strategy '{}'", step.strategy));
     case Stage::NoSite:
@@ -26,10 +26,10 @@ AppliedStep resolve_step(const leir::Program& p, const TraceStep& step) {
                                     step.site_description));
     case Stage::ParamsNotChosen:
       throw ReplayError(fmt::format("{} at {}: parameters {} are not in the site's space", step.strategy,
-                                    f.site->description, strategies::params_to_json(step.params)));
+                                    f.site->description, params_to_json(step.params)));
     case Stage::Refused:
       throw ReplayError(fmt::format("{} at {}: the strategy refused parameters {}: {}", step.strategy,
-                                    f.site->description, strategies::params_to_json(step.params), f.reason));
+                                    f.site->description, params_to_json(step.params), f.reason));
   }
   throw ReplayError("unreachable");
 }
@@ -55,12 +55,12 @@ json step_to_json(const TraceStep& s) {
           {"site",
            {{"path", s.site.path}, {"detail", s.site.detail}, {"occurrence", s.site.occurrence},
             {"description", s.site_description}}},
-          {"params", json::parse(strategies::params_to_json(s.params))}};
+          {"params", json::parse(params_to_json(s.params))}};
 }
 
-strategies::Params params_from_json(const json& j) {
+Params params_from_json(const json& j) {
   if (!j.is_object()) throw ReplayError("params: expected an object");
-  strategies::Params p;
+  Params p;
   for (const auto& [k, v] : j.items()) {
     if (v.is_number_integer()) p[k] = v.get<int64_t>();
     else if (v.is_string()) p[k] = v.get<std::string>();
@@ -87,4 +87,4 @@ TraceStep step_from_json(const json& j) {
   }
 }
 
-}  // namespace steptp::tune
+}  // namespace steptp::strategies
