@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "base/progress.h"
 #include "apps/dataset/dataset.h"
@@ -58,7 +59,7 @@ std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<R
 }
 
 void validate(const GenerateOptions& o) {
-  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  auto bad = [](const std::string& m) { throw base::Error(base::ErrorKind::BadRequest, m); };
   if (o.out_dir.empty()) bad("--out must not be empty");
   if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
   if (!(o.min_root_ms >= 0) || o.min_root_ms > 1000) bad("--min-root-ms must be in [0, 1000]");
@@ -146,7 +147,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   json skipped_roots = json::array();
   std::vector<Root> roots = collect_roots(o, &skipped_roots);
   const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
-  if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
+  if (roots.empty())
+    throw base::Error(base::ErrorKind::BadRequest, "no programs: use --programs, --composites or --input");
   sum.ranks = cluster.size();
 
   // This rank's folder (the output folder itself for a single process) must be writable before
@@ -154,11 +156,11 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   const fs::path out(o.out_dir), work = distributed ? fs::path(rank_dir(o, cluster.rank())) : out;
   std::error_code ec;
   fs::create_directories(work, ec);
-  if (ec || !fs::is_directory(work)) throw std::runtime_error("cannot create --out " + work.string());
+  if (ec || !fs::is_directory(work)) throw base::Error(base::ErrorKind::Failed, "cannot create --out " + work.string());
   {
     fs::path probe = work / ".write-probe";
     std::ofstream f(probe);
-    if (!f) throw std::runtime_error("--out " + work.string() + " is not writable");
+    if (!f) throw base::Error(base::ErrorKind::Failed, "--out " + work.string() + " is not writable");
     f.close();
     fs::remove(probe, ec);
   }
@@ -167,7 +169,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   if (sizing_stage) progress.stage_start("sizing", "root", -1, 0, fmt::format("{} roots", roots.size()));
   const std::vector<RootSizing> sizing = size_roots(roots, o, cluster, &skipped_roots);
   if (sizing_stage) progress.stage_end();
-  if (roots.empty()) throw std::invalid_argument("no roots left after sizing them (--min-root-ms)");
+  if (roots.empty()) throw base::Error(base::ErrorKind::BadRequest, "no roots left after sizing them (--min-root-ms)");
   sum.roots = int(roots.size());
   // Checkpoints: OUT/checkpoint.sqlite (rank 0 merges into it), and each rank's own when
   // distributed, so a rank that dies keeps its finished roots.
@@ -324,7 +326,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     sum.wall_s = secs(t0);
     return sum;
   }
-  if (lead && int(done.size()) < int(roots.size())) throw std::runtime_error("checkpoint: roots missing after the search");
+  if (lead && int(done.size()) < int(roots.size()))
+    throw base::Error(base::ErrorKind::Failed, "checkpoint: roots missing after the search");
   sum.complete = true;
   if (!lead) {
     // The other ranks' part ends with measuring what rank 0 hands them.

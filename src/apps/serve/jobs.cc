@@ -162,7 +162,7 @@ JobReply lower_ep(const json& req, const JobConfig& c) {
     else if (target == "tir") src = backend::tir::emit_tvmscript(p);
     else throw bad_request("field 'target' must be one of cpu, cuda, tir");
   } catch (const leir::LeirError& e) {
-    return {422, {{"error", e.message()}, {"field", "program"}, {"target", target}}};
+    return {base::http_status(e.kind()), {{"error", e.message()}, {"field", "program"}, {"target", target}}};
   }
   return {200, {{"target", target}, {"source", src}}};
 }
@@ -193,7 +193,9 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
   leir::Program base = req.contains("against") ? program_field(c, req, "against") : p;
   if (req.contains("against")) {
     std::string diff = verify::signature_difference(base, p);
-    if (!diff.empty()) return {422, {{"error", "signatures differ: " + diff}, {"field", "against"}}};
+    if (!diff.empty())
+      return {base::http_status(base::ErrorKind::Invalid),
+              {{"error", "signatures differ: " + diff}, {"field", "against"}}};
   }
   int threads = int(int_field(req, "threads", c.measure_threads, 1, std::max(1u, std::thread::hardware_concurrency())));
   double min_time = number_field(req, "min_time", c.measure_min_time, 0.001, 2.0);
@@ -206,7 +208,7 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
     // Not the program's fault: an infrastructure failure, for the client to retry later.
     return {503, {{"error", fmt::format("the machine is busy ({}); retry later", e.what())}, {"failure", "machine busy"}, {"failure_kind", "machine_busy"}}};
   }
-  if (!m.ok) return {422, {{"error", m.error}, {"compiled", m.compiled}}};
+  if (!m.ok) return {base::http_status(base::ErrorKind::Failed), {{"error", m.error}, {"compiled", m.compiled}}};
   json body = {{"program", reward::to_json(m.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
   if (req.contains("against")) {
     body["against"] = reward::to_json(m.cmp.a);
@@ -321,7 +323,8 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
 
 JobReply died_reply(const json& job, const std::optional<json>& last, const std::string& reason) {
   if (job.value("endpoint", "") != "score")
-    return {422, {{"error", "processing failed: " + reason}, {"failure", reason}}};
+    return {base::http_status(base::ErrorKind::Failed),
+            {{"error", "processing failed: " + reason}, {"failure", reason}}};
   // Whose fault: a job that died while the answer's kernel ran (the machine held, the last
   // progress says kernel_run) — a crash, a hang past --measure-timeout, memory exhausted — is the
   // answer's: a scored failure at "compiles". Anything else (the job's deadline while verifying,

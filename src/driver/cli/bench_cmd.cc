@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "lower/cpu/cpu_program.h"
 #include "lower/measure/measure.h"
 #include "driver/cli/command.h"
@@ -23,7 +24,8 @@ namespace {
 
 leir::Program only_program(const std::string& file) {
   auto ps = onnx_import::read_programs_any(file);
-  if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
+  if (ps.size() != 1)
+    throw base::Error(base::ErrorKind::Invalid, fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
   return ps.front();
 }
 
@@ -69,7 +71,8 @@ RegisterCommand bench_cmd{{"bench", "time a program compiled for the CPU (option
       built = backend::cpu::build_cpu_programs(programs);
     }
     for (size_t i = 0; i < built.size(); ++i)
-      if (!built[i].program) throw std::runtime_error(fmt::format("{}: {}", programs[i].name, built[i].error));
+      if (!built[i].program)
+        throw base::Error(base::ErrorKind::Failed, fmt::format("{}: {}", programs[i].name, built[i].error));
     auto inputs = interp::generate_inputs(programs[0], o->seed);
     auto ba = built[0].program->bind(inputs);
     const auto& pa = *built[0].program;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "lower/cpu/cpu_program.h"
 #include "driver/cli/command.h"
 #include "driver/cli/output.h"
@@ -36,11 +37,11 @@ leir::Program select_program(const std::string& file, const std::string& name) {
   if (!name.empty()) {
     for (auto& p : programs)
       if (p.name == name) return std::move(p);
-    throw std::runtime_error(fmt::format("{} holds no program named '{}'", file, name));
+    throw base::Error(base::ErrorKind::BadRequest, fmt::format("{} holds no program named '{}'", file, name));
   }
   if (programs.size() != 1)
-    throw std::runtime_error(
-        fmt::format("{} holds {} programs; choose one with --program NAME", file, programs.size()));
+    throw base::Error(base::ErrorKind::BadRequest,
+                      fmt::format("{} holds {} programs; choose one with --program NAME", file, programs.size()));
   return std::move(programs.front());
 }
 
@@ -65,9 +66,11 @@ RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and pri
   sub.add_flag("--allow-unset", o->allow_unset, "print unset output elements as nan instead of failing");
   return [o]() -> int {
     if (o->target != "interp" && o->target != "cpu")
-      throw std::runtime_error(fmt::format("unknown target '{}' (available: interp, cpu)", o->target));
+      throw base::Error(base::ErrorKind::BadRequest,
+                        fmt::format("unknown target '{}' (available: interp, cpu)", o->target));
     if (o->target == "cpu" && o->intermediates)
-      throw std::runtime_error("--intermediates needs --target interp (compiled code keeps intermediates internal)");
+      throw base::Error(base::ErrorKind::BadRequest,
+                        "--intermediates needs --target interp (compiled code keeps intermediates internal)");
     leir::Program p = select_program(o->file, o->program);
     leir::TensorMap inputs = o->inputs.empty() ? interp::generate_inputs(p, o->seed, kProfiles.at(o->profile))
                                                : leir::key_by_name(p, leir::read_values_file(o->inputs), o->inputs);
@@ -80,7 +83,7 @@ RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and pri
       else outputs = interp::Interpreter(p).run(inputs, opts);
     } catch (const interp::RuntimeError& e) {
       std::cerr << e.what() << "\n";
-      return 1;
+      return base::exit_code(e.kind());
     }
     write_result(o->out, leir::values_to_json(outputs).dump() + "\n");
     return 0;
