@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/error.h"
 #include "lower/cpu/codegen.h"
 #include "lower/cuda/cuda_codegen.h"
 #include "lower/tir/tvmscript.h"
@@ -27,7 +28,7 @@ namespace {
 
 const strategies::Strategy& strategy(const std::string& name) {
   const auto* s = strategies::find_strategy(name);
-  if (!s) throw std::invalid_argument("unknown strategy '" + name + "' (see steptp.strategies())");
+  if (!s) throw base::Error(base::ErrorKind::BadRequest, "unknown strategy '" + name + "' (see steptp.strategies())");
   return *s;
 }
 
@@ -44,7 +45,7 @@ std::vector<Applied> apply(const leir::Program& program, const std::string& name
   const auto& s = strategy(name);
   std::vector<strategies::Candidate> cands;
   if (params) {
-    if (!params->is_object()) throw std::invalid_argument("params must be a dict");
+    if (!params->is_object()) throw base::Error(base::ErrorKind::BadRequest, "params must be a dict");
     leir::Program r = reward::apply_action(p, name, site.value_or(0), *params);
     cands.push_back({name, site.value_or(0), {}, s.exactness(), std::move(r)});
   } else if (all || site) {
@@ -151,14 +152,14 @@ void bind_commands(nb::module_& m) {
           if (target == "tir") {
             backend::tir::TirOptions t;
             if (!backend::tir::parse_dialect(tir_dialect, &t.dialect))
-              throw std::invalid_argument("tir_dialect must be sblock or block");
+              throw base::Error(base::ErrorKind::BadRequest, "tir_dialect must be sblock or block");
             t.cpu_compatible = cpu_compatible;
             return backend::tir::emit_tvmscript(p, t);
           }
         } catch (const leir::LeirError& e) {
           throw LowerFailure{e};
         }
-        throw std::invalid_argument("target must be cpu, cuda or tir");
+        throw base::Error(base::ErrorKind::BadRequest, "target must be cpu, cuda or tir");
       },
       nb::arg("program"), nb::arg("target") = "cpu", nb::arg("tir_dialect") = "sblock", nb::arg("f64") = false,
       nb::arg("cpu_compatible") = false, unlocked,

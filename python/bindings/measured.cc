@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "base/error.h"
 #include "bindings.h"
 #include "apps/dataset/dataset.h"
 #include "json_caster.h"
@@ -24,13 +25,13 @@ nlohmann::json bench(const leir::Program& program, const std::optional<leir::Pro
   const leir::Program a = valid(program), b = against ? valid(*against, "against") : a;
   if (against)
     if (std::string diff = verify::signature_difference(a, b); !diff.empty())
-      throw std::invalid_argument("signatures differ: " + diff);
+      throw base::Error(base::ErrorKind::Invalid, "signatures differ: " + diff, "against");
   reward::MeasureSettings s;
   s.options.threads = threads;
   s.options.min_time_s = min_time;
   s.input_seed = seed;
   const auto m = reward::measure_pair(a, b, s);
-  if (!m.ok) throw std::runtime_error(m.error);
+  if (!m.ok) throw base::Error(base::ErrorKind::Failed, m.error);
   nlohmann::json j = reward::to_json(m.cmp.b);
   if (against) {
     j["speedup"] = m.cmp.speedup;
@@ -49,15 +50,17 @@ dataset::GenerateOptions generate_options(const std::string& out, const nlohmann
       if (k == "seed") o.seed = v.get<uint64_t>();
       else if (k == "size") {
         auto sc = workloads::parse_size_class(v.get<std::string>());
-        if (!sc) throw std::invalid_argument("size must be tiny, small or default");
+        if (!sc) throw base::Error(base::ErrorKind::BadRequest, "size must be tiny, small or default");
         o.size = *sc;
       } else if (k == "search") {
         const auto m = v.get<std::string>();
-        if (m != "greedy" && m != "beam") throw std::invalid_argument("search must be greedy or beam");
+        if (m != "greedy" && m != "beam")
+          throw base::Error(base::ErrorKind::BadRequest, "search must be greedy or beam");
         o.mode = m == "greedy" ? search::Mode::Greedy : search::Mode::Beam;
       } else if (k == "cost") {
         const auto c = v.get<std::string>();
-        if (c != "measured" && c != "model") throw std::invalid_argument("cost must be measured or model");
+        if (c != "measured" && c != "model")
+          throw base::Error(base::ErrorKind::BadRequest, "cost must be measured or model");
         o.measured = c == "measured";
       }
       else if (k == "programs") o.programs = v.get<int>();
@@ -76,9 +79,9 @@ dataset::GenerateOptions generate_options(const std::string& out, const nlohmann
       else if (k == "measure_min_time") o.measure_min_time = v.get<double>();
       else if (k == "measure_threads") o.measure_threads = v.get<int>();
       else if (k == "measurements") o.measurements = v.get<std::string>();
-      else throw std::invalid_argument("generate() got an unknown option '" + k + "'");
+      else throw base::Error(base::ErrorKind::BadRequest, "generate() got an unknown option '" + k + "'");
     } catch (const nlohmann::json::type_error&) {
-      throw std::invalid_argument("generate() option '" + k + "' has the wrong type: " + v.dump());
+      throw base::Error(base::ErrorKind::BadRequest, "generate() option '" + k + "' has the wrong type: " + v.dump());
     }
   }
   return o;

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "base/error.h"
 #include "lower/cpu/cpu_program.h"
 #include "bindings.h"
 #include "ir/interp/inputs.h"
@@ -29,11 +30,12 @@ leir::TensorMap to_values(const leir::Program& p, const std::map<std::string, F6
   leir::TensorMap values;
   for (const auto& [name, a] : arrays) {
     const auto* d = p.find_known(name);
-    if (!d) throw std::invalid_argument(fmt::format("'{}' is not a tensor of program '{}'", name, p.name));
+    if (!d)
+      throw base::Error(base::ErrorKind::BadRequest, fmt::format("'{}' is not a tensor of program '{}'", name, p.name));
     std::vector<int64_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
     if (shape != d->shape)
-      throw std::invalid_argument(
-          fmt::format("'{}' has shape [{}], the program declares [{}]", name, fmt::join(shape, ","), fmt::join(d->shape, ",")));
+      throw base::Error(base::ErrorKind::BadRequest, fmt::format("'{}' has shape [{}], the program declares [{}]", name,
+                                                                 fmt::join(shape, ","), fmt::join(d->shape, ",")));
     leir::TensorValue v{d->dtype, d->shape, std::vector<double>(a.data(), a.data() + a.size())};
     values.emplace(name, std::move(v));
   }
@@ -59,7 +61,8 @@ void bind_run(nb::module_& m) {
       [](const leir::Program& program, std::optional<std::map<std::string, F64In>> inputs, uint64_t seed,
          const std::string& target) {
         if (target != "interp" && target != "cpu")
-          throw std::invalid_argument(fmt::format("unknown target '{}' (available: interp, cpu)", target));
+          throw base::Error(base::ErrorKind::BadRequest,
+                            fmt::format("unknown target '{}' (available: interp, cpu)", target));
         leir::TensorMap outputs;
         {
           nb::gil_scoped_release unlocked;
