@@ -15,8 +15,8 @@ namespace steptp::python {
 namespace nb = nanobind;
 
 // C++ failures that map to the package's own exception classes (steptp/errors.py); any other
-// leir::LeirError becomes steptp.InvalidProgramError, interp::RuntimeError steptp.RunError,
-// std::invalid_argument ValueError.
+// leir::LeirError becomes steptp.InvalidProgramError, interp::RuntimeError steptp.RunError, any
+// other base::Error the class of its kind (errors.BY_KIND: RequestError, ... FailedError).
 struct ParseFailure {
   leir::LeirError error;
 };

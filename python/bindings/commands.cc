@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "apps/api/api.h"
+#include "base/error.h"
 #include "bindings.h"
 #include "json_caster.h"
 #include "ir/leir/validate.h"
@@ -23,7 +24,7 @@ namespace {
 
 const strategies::Strategy& strategy(const std::string& name) {
   const auto* s = strategies::find_strategy(name);
-  if (!s) throw std::invalid_argument("unknown strategy '" + name + "' (see steptp.strategies())");
+  if (!s) throw base::Error(base::ErrorKind::BadRequest, "unknown strategy '" + name + "' (see steptp.strategies())");
   return *s;
 }
 
@@ -87,7 +88,7 @@ void bind_commands(nb::module_& m) {
           api::ApplyRequest a;
           a.program = valid(p);
           a.strategy = &strategy(name);
-          if (params && !params->is_object()) throw std::invalid_argument("params must be a dict");
+          if (params && !params->is_object()) throw base::Error(base::ErrorKind::BadRequest, "params must be a dict");
           a.site = site;
           a.params = params;
           a.all = all;
@@ -116,10 +117,10 @@ void bind_commands(nb::module_& m) {
         l.program = valid(program);
         l.f64 = f64;
         const auto t = api::lower_target(target);
-        if (!t) throw std::invalid_argument("target must be cpu, cuda or tir");
+        if (!t) throw base::Error(base::ErrorKind::BadRequest, "target must be cpu, cuda or tir");
         l.target = *t;
         if (l.target == api::LowerTarget::Tir && !backend::tir::parse_dialect(tir_dialect, &l.tir.dialect))
-          throw std::invalid_argument("tir_dialect must be sblock or block");
+          throw base::Error(base::ErrorKind::BadRequest, "tir_dialect must be sblock or block");
         l.tir.cpu_compatible = cpu_compatible;
         try {
           return api::lower(l);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "apps/api/api.h"
+#include "base/error.h"
 #include "bindings.h"
 #include "apps/dataset/dataset.h"
 #include "json_caster.h"
@@ -32,8 +33,8 @@ nlohmann::json bench(const leir::Program& program, const std::optional<leir::Pro
   r.settings.options.min_time_s = min_time;
   r.settings.input_seed = seed;
   const api::MeasureResult m = api::measure(r);
-  if (!m.signature_difference.empty()) throw std::invalid_argument("signatures differ: " + m.signature_difference);
-  if (!m.pair.ok) throw std::runtime_error(m.pair.error);
+  if (!m.signature_difference.empty()) throw base::Error(base::ErrorKind::Invalid, "signatures differ: " + m.signature_difference, "against");
+  if (!m.pair.ok) throw base::Error(base::ErrorKind::Failed, m.pair.error);
   nlohmann::json j = reward::to_json(m.pair.cmp.b);
   if (against) {
     j["speedup"] = m.pair.cmp.speedup;
@@ -52,15 +53,17 @@ dataset::GenerateOptions generate_options(const std::string& out, const nlohmann
       if (k == "seed") o.seed = v.get<uint64_t>();
       else if (k == "size") {
         auto sc = workloads::parse_size_class(v.get<std::string>());
-        if (!sc) throw std::invalid_argument("size must be tiny, small or default");
+        if (!sc) throw base::Error(base::ErrorKind::BadRequest, "size must be tiny, small or default");
         o.size = *sc;
       } else if (k == "search") {
         const auto m = v.get<std::string>();
-        if (m != "greedy" && m != "beam") throw std::invalid_argument("search must be greedy or beam");
+        if (m != "greedy" && m != "beam")
+          throw base::Error(base::ErrorKind::BadRequest, "search must be greedy or beam");
         o.mode = m == "greedy" ? search::Mode::Greedy : search::Mode::Beam;
       } else if (k == "cost") {
         const auto c = v.get<std::string>();
-        if (c != "measured" && c != "model") throw std::invalid_argument("cost must be measured or model");
+        if (c != "measured" && c != "model")
+          throw base::Error(base::ErrorKind::BadRequest, "cost must be measured or model");
         o.measured = c == "measured";
       }
       else if (k == "programs") o.programs = v.get<int>();
@@ -79,9 +82,9 @@ dataset::GenerateOptions generate_options(const std::string& out, const nlohmann
       else if (k == "measure_min_time") o.measure_min_time = v.get<double>();
       else if (k == "measure_threads") o.measure_threads = v.get<int>();
       else if (k == "measurements") o.measurements = v.get<std::string>();
-      else throw std::invalid_argument("generate() got an unknown option '" + k + "'");
+      else throw base::Error(base::ErrorKind::BadRequest, "generate() got an unknown option '" + k + "'");
     } catch (const nlohmann::json::type_error&) {
-      throw std::invalid_argument("generate() option '" + k + "' has the wrong type: " + v.dump());
+      throw base::Error(base::ErrorKind::BadRequest, "generate() option '" + k + "' has the wrong type: " + v.dump());
     }
   }
   return o;

@@ -25,9 +25,30 @@ void raise(const char* cls, const std::exception& e) {
   PyErr_SetString(type.ptr(), e.what());
 }
 
+// The class of the error's kind (steptp/errors.py BY_KIND), with the field it is about.
+void raise(const base::Error& e) {
+  const std::string_view kind = base::info(e.kind()).name;
+  nb::object type = nb::module_::import_("steptp.errors").attr("BY_KIND")[nb::str(kind.data(), kind.size())];
+  nb::object err = type(e.what(), e.field());
+  PyErr_SetObject(type.ptr(), err.ptr());
+}
+
 }  // namespace
 
 void bind_errors(nb::module_& m) {
+  m.def(
+      "error_kinds",
+      [] {
+        nb::dict kinds;
+        for (const auto& k : base::kErrorKinds) {
+          nb::dict info;
+          info["http_status"] = k.http_status;
+          info["exit_code"] = k.exit_code;
+          kinds[nb::str(k.name.data(), k.name.size())] = info;
+        }
+        return kinds;
+      },
+      "The error kinds of src/base/error.h: {name: {'http_status', 'exit_code'}}.");
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -40,9 +61,7 @@ void bind_errors(nb::module_& m) {
     } catch (const interp::RuntimeError& e) {
       raise("RunError", e);
     } catch (const base::Error& e) {
-      // A request that does not follow the API is a ValueError, as Python's own argument checks
-      // (and the std::invalid_argument these were before); the other kinds stay RuntimeError.
-      PyErr_SetString(e.kind() == base::ErrorKind::BadRequest ? PyExc_ValueError : PyExc_RuntimeError, e.what());
+      raise(e);
     }
   });
 }

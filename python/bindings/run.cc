@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "apps/api/api.h"
+#include "base/error.h"
 #include "bindings.h"
 
 namespace steptp::python {
@@ -27,11 +28,12 @@ leir::TensorMap to_values(const leir::Program& p, const std::map<std::string, F6
   leir::TensorMap values;
   for (const auto& [name, a] : arrays) {
     const auto* d = p.find_known(name);
-    if (!d) throw std::invalid_argument(fmt::format("'{}' is not a tensor of program '{}'", name, p.name));
+    if (!d)
+      throw base::Error(base::ErrorKind::BadRequest, fmt::format("'{}' is not a tensor of program '{}'", name, p.name));
     std::vector<int64_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
     if (shape != d->shape)
-      throw std::invalid_argument(
-          fmt::format("'{}' has shape [{}], the program declares [{}]", name, fmt::join(shape, ","), fmt::join(d->shape, ",")));
+      throw base::Error(base::ErrorKind::BadRequest, fmt::format("'{}' has shape [{}], the program declares [{}]", name,
+                                                                 fmt::join(shape, ","), fmt::join(d->shape, ",")));
     leir::TensorValue v{d->dtype, d->shape, std::vector<double>(a.data(), a.data() + a.size())};
     values.emplace(name, std::move(v));
   }

@@ -16,12 +16,13 @@ from . import _core
 from ._core import (Program, apply, bench, check, lower, parse_answer, strategies, strategy_info,
                     verify)
 from .arrays import run
-from .errors import Error, InvalidProgramError, LeirError, LowerError, ParseError, RunError
+from .errors import (Error, FailedError, InvalidInputError, InvalidProgramError, LeirError, LowerError, ParseError,
+                     RequestError, RunError, TooLargeError)
 from .reward import score
 
 __all__ = ["Program", "check", "run", "verify", "strategies", "strategy_info", "apply", "lower", "bench", "tune",
-           "generate", "tokens", "score", "parse_answer", "Error", "LeirError", "ParseError",
-           "InvalidProgramError", "LowerError", "RunError"]
+           "generate", "tokens", "score", "parse_answer", "Error", "RequestError", "InvalidInputError",
+           "TooLargeError", "FailedError", "LeirError", "ParseError", "InvalidProgramError", "LowerError", "RunError"]
 
 
 def tune(program: Program, *, trials: int = 64, time_limit: float = 0.0, threads: int = 0, seed: int = 0,

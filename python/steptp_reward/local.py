@@ -30,10 +30,13 @@ class InProcessScorer:
         for a, c in zip(answers, contexts):
             try:
                 reply = self.score(a, c, measure)
-            except steptp.LeirError as e:
-                out.append({"status": 422, "error": str(e), "line": e.line, "col": e.col})
+            except steptp.Error as e:  # the status of its kind, as the service's
+                item = {"status": steptp.errors.http_status(e), "error": str(e)}
+                if isinstance(e, steptp.LeirError):
+                    item.update(line=e.line, col=e.col)
+                out.append(item)
                 continue
-            except ValueError as e:
+            except ValueError as e:  # an argument Python itself refuses: a request error
                 out.append({"status": 400, "error": str(e)})
                 continue
             reply["status"] = 200

@@ -13,17 +13,19 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+
+#include "base/error.h"
 #include <string_view>
 
 namespace steptp::base {
 
-// Throws std::runtime_error naming the file when it cannot be written. `mode`: the file's
+// Throws base::Error (Failed) naming the file when it cannot be written. `mode`: the file's
 // permissions once in place (the temporary file is 0600 until then).
 inline void write_file_atomically(const std::filesystem::path& target, std::string_view data, mode_t mode = 0644) {
   const std::string path = target.string();
   std::string tmp = path + ".tmp-XXXXXX";
   int fd = mkstemp(tmp.data());
-  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  if (fd < 0) throw base::Error(base::ErrorKind::Failed, "cannot write " + path + ": " + std::strerror(errno));
   bool ok = true;
   for (size_t done = 0; ok && done < data.size();) {
     ssize_t n = write(fd, data.data() + done, data.size() - done);
@@ -37,7 +39,7 @@ inline void write_file_atomically(const std::filesystem::path& target, std::stri
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = ok ? errno : write_errno;
     unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(e));
+    throw base::Error(base::ErrorKind::Failed, "cannot write " + path + ": " + std::strerror(e));
   }
 }
 

@@ -26,12 +26,12 @@ struct ErrorKindInfo {
   ErrorKind kind;
   std::string_view name;
   int http_status;  // serve's reply
-  int exit_code;    // the CLI's (2 stays CLI11's for a command line that does not parse)
+  int exit_code;    // the CLI's: 2 for a usage error, as CLI11's for a command line that does not parse
 };
 
 // The table (docs/serve.md "Error classes" lists the same statuses).
 inline constexpr ErrorKindInfo kErrorKinds[] = {
-    {ErrorKind::BadRequest, "bad_request", 400, 1},
+    {ErrorKind::BadRequest, "bad_request", 400, 2},
     {ErrorKind::Invalid, "invalid", 422, 1},
     {ErrorKind::TooLarge, "too_large", 413, 1},
     {ErrorKind::Failed, "failed", 422, 1},

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "base/error.h"
+
 namespace steptp::base {
 
 sqlite3* open_sqlite(const std::string& path, const std::string& what) {
@@ -11,7 +13,7 @@ sqlite3* open_sqlite(const std::string& path, const std::string& what) {
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    throw std::runtime_error("cannot open " + what + " " + path + ": " + m);
+    throw base::Error(base::ErrorKind::Failed, "cannot open " + what + " " + path + ": " + m);
   }
   sqlite3_busy_timeout(db, 600000);
   try {
@@ -28,7 +30,7 @@ void sqlite_exec(sqlite3* db, const std::string& sql, const std::string& what) {
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string m = err ? err : "?";
     sqlite3_free(err);
-    throw std::runtime_error(what + ": " + m);
+    throw base::Error(base::ErrorKind::Failed, what + ": " + m);
   }
 }
 

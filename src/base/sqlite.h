@@ -11,11 +11,11 @@ struct sqlite3;
 namespace steptp::base {
 
 // Opens (creating when absent) the database at `path`. `what` names the store in errors
-// ("cannot open <what> <path>: <sqlite's reason>"). Throws std::runtime_error; the caller owns
+// ("cannot open <what> <path>: <sqlite's reason>"). Throws base::Error (Failed); the caller owns
 // the handle (sqlite3_close).
 sqlite3* open_sqlite(const std::string& path, const std::string& what);
 
-// Runs `sql` (statements without results); throws std::runtime_error "<what>: <sqlite's reason>".
+// Runs `sql` (statements without results); throws base::Error (Failed) "<what>: <sqlite's reason>".
 void sqlite_exec(sqlite3* db, const std::string& sql, const std::string& what);
 
 }  // namespace steptp::base

@@ -15,6 +15,7 @@
 #include "dataset/dataset_test_util.h"
 #include "apps/dataset/reasoning.h"
 #include "ir/leir/program_io.h"
+#include "error_kind.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -300,7 +301,7 @@ TEST(Generate, BadOptionsWriteNothing) {
   auto d = tmpdir("bad");
   auto o = tiny_opts(d.string());
   o.depth = 0;
-  EXPECT_THROW(generate(o), std::invalid_argument);
+  EXPECT_EQ(steptp::testing::thrown_kind([&] { generate(o); }), base::ErrorKind::BadRequest);
   EXPECT_FALSE(fs::exists(d));
   o = tiny_opts("/proc/steptp-not-writable/out");
   EXPECT_THROW(generate(o), std::exception);

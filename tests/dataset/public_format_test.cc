@@ -20,6 +20,7 @@
 #include "ir/leir/canonical.h"
 #include "ir/leir/printer.h"
 #include "ir/leir/program_io.h"
+#include "error_kind.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -175,7 +176,7 @@ TEST(PublicFormat, BadFormatIsRejected) {
   auto d = tmpdir("bad");
   auto o = tiny_opts(d.string());
   o.format = "hf";
-  EXPECT_THROW(generate(o), std::invalid_argument);
+  EXPECT_EQ(steptp::testing::thrown_kind([&] { generate(o); }), base::ErrorKind::BadRequest);
   EXPECT_FALSE(fs::exists(d));
 }
 

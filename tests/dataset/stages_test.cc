@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "lower/cuda/cuda_codegen.h"
 #include "dataset/dataset_test_util.h"
 #include "apps/dataset/filter.h"
@@ -184,7 +185,8 @@ TEST(TargetCuda, RecordsSpeakOfTheGpuAndLowerToCuda) {
   try {
     generate(o);
     FAIL() << "measured cuda records need a GPU";
-  } catch (const std::invalid_argument& e) {
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::BadRequest);
     EXPECT_NE(std::string(e.what()).find("--cost model"), std::string::npos) << e.what();
   }
   o.measured = false;

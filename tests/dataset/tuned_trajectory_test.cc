@@ -22,6 +22,7 @@
 #include "search/tune/database.h"
 #include "tune/fake_runner.h"
 #include "search/tune/tuner.h"
+#include "error_kind.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -276,13 +277,14 @@ TEST(GenerateTuned, TuningNeedsMeasuredCost) {
   o.measured = false;
   try {
     generate(o);
-    FAIL() << "expected invalid_argument";
-  } catch (const std::invalid_argument& e) {
+    FAIL() << "expected a bad request";
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::BadRequest);
     EXPECT_NE(std::string(e.what()).find("--trajectories tune"), std::string::npos) << e.what();
   }
   o.measured = true;
   o.tune_trials = 0;
-  EXPECT_THROW(generate(o), std::invalid_argument);
+  EXPECT_EQ(steptp::testing::thrown_kind([&] { generate(o); }), base::ErrorKind::BadRequest);
 }
 
 }  // namespace

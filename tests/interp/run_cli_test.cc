@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "ir/interp/inputs.h"
 #include "ir/interp/interpreter.h"
 #include "ir/leir/program_io.h"
@@ -115,9 +116,16 @@ TEST(RunCommand, RaceExitsOne) {
 }
 
 TEST(RunCommand, UnknownTargetAndBadOptions) {
+  // An option value the command does not take is a usage error: its kind's exit code (base/error.h,
+  // 2 as for an option CLI11 does not parse), the message unchanged.
   Result r = steptp("run " + example("matmul") + " --target cuda");
-  EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("unknown target 'cuda'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.rc, base::exit_code(base::ErrorKind::BadRequest));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "steptp run: error: unknown target 'cuda' (available: interp, cpu)\n");
+  r = steptp("run " + example("matmul") + " --target cpu --intermediates");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "steptp run: error: --intermediates needs --target interp (compiled code keeps intermediates "
+                   "internal)\n");
   EXPECT_EQ(steptp("run " + example("matmul") + " --no-such-option").rc, 2);
   EXPECT_EQ(steptp("run " + example("matmul") + " --profile loud").rc, 2);
 }

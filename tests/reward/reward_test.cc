@@ -12,6 +12,7 @@
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/program_io.h"
 #include "apps/reward/reward.h"
+#include "apps/reward/timing.h"
 
 namespace steptp::reward {
 namespace {
@@ -303,6 +304,30 @@ TEST(Reward, InfrastructureFailuresAreNoScore) {
   r = score(m.ctx(), Matmul::answer(m.sig + par), o);
   EXPECT_EQ(r["answers"][0]["failed_stage"], "compiles");
   EXPECT_DOUBLE_EQ(r["reward"].get<double>(), RewardParts::kEquivalent);
+}
+
+// A comparison that did not run is judged by its kind (tune::MeasureFailure), not its message: a
+// compile failure fails "compiles", an infrastructure failure is no score, a crash is the answer's.
+TEST(Reward, FailedComparisonsAreJudgedByTheirKind) {
+  tune::PairResult r;
+  r.failure = tune::MeasureFailure::Compile;
+  r.error = "a message that names no stage";
+  MeasuredStep m = MeasuredStep::failed(r);
+  EXPECT_FALSE(m.ok);
+  EXPECT_FALSE(m.compiled);
+  EXPECT_FALSE(m.infrastructure);
+  EXPECT_EQ(m.error, r.error);
+  r.failure = tune::MeasureFailure::Infrastructure;
+  r.error = "compile: a message that looks like a compile error";
+  m = MeasuredStep::failed(r);
+  EXPECT_TRUE(m.compiled);
+  EXPECT_TRUE(m.infrastructure);
+  for (auto f : {tune::MeasureFailure::Run, tune::MeasureFailure::Crash, tune::MeasureFailure::Timeout}) {
+    r.failure = f;
+    m = MeasuredStep::failed(r);
+    EXPECT_TRUE(m.compiled) << tune::to_string(f);
+    EXPECT_FALSE(m.infrastructure) << tune::to_string(f);
+  }
 }
 
 TEST(Reward, ContextErrorsNameTheField) {

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <tuple>
+#include <vector>
 
+#include "base/error.h"
 #include "serve/server_process.h"
 #include "serve/serve_test_util.h"
 
@@ -156,6 +159,54 @@ TEST_F(Api, ScoreErrors) {
   EXPECT_EQ(ctx.body["line"], 3);
   auto fault = post("/v1/score", {{"answer", parallel_answer()}, {"reward_context", matmul_context()}, {"fault", "crash"}});
   EXPECT_EQ(fault.status, 400);  // fault injection is off in a normal server
+}
+
+// One status per error kind (base/error.h kErrorKinds), whichever endpoint raises it: a field the
+// endpoint does not have or a value out of range is BadRequest, a program that does not parse, that
+// a target rejects or whose signature differs is Invalid. (Before issue 36, /v1/apply answered 422
+// for a site or parameters out of range where every other endpoint said 400.)
+TEST_F(Api, EveryEndpointGivesAnErrorKindItsOneStatus) {
+  const int bad_request = base::http_status(base::ErrorKind::BadRequest);
+  const int invalid = base::http_status(base::ErrorKind::Invalid);
+  const std::string unparsable = "input A: f64[4]\noutput B: f64[4]\nL^{4}_{i=0}[B^{f64,g}_{i}=;];";
+  // Each endpoint's request and the pointer to a program it reads.
+  const std::vector<std::tuple<std::string, json, std::string>> requests = {
+      {"/v1/check", {{"program", matmul()}}, "/program"},
+      {"/v1/verify", {{"a", matmul()}, {"b", matmul()}}, "/b"},
+      {"/v1/apply", {{"program", matmul()}, {"strategy", "loop_split"}}, "/program"},
+      {"/v1/lower", {{"program", matmul()}, {"target", "cpu"}}, "/program"},
+      {"/v1/measure", {{"program", matmul()}, {"min_time", 0.002}}, "/program"},
+      {"/v1/score", {{"answer", parallel_answer()}, {"reward_context", matmul_context()}, {"measure", false}},
+       "/reward_context/root_program"},
+  };
+  for (const auto& [path, request, program] : requests) {
+    SCOPED_TRACE(path);
+    json unknown = request;
+    unknown["colour"] = "blue";
+    auto u = post(path, unknown);
+    EXPECT_EQ(u.status, bad_request) << u.body.dump();
+    json broken = request;
+    broken[json::json_pointer(program)] = unparsable;
+    auto b = post(path, broken);
+    EXPECT_EQ(b.status, invalid) << b.body.dump();
+  }
+  auto range = [&](const std::string& path, const json& request) {
+    auto r = post(path, request);
+    EXPECT_EQ(r.status, bad_request) << path << ": " << r.body.dump();
+  };
+  range("/v1/apply", {{"program", matmul()}, {"strategy", "loop_split"}, {"site", 999}, {"params", json::object()}});
+  range("/v1/apply", {{"program", matmul()}, {"strategy", "no_such"}});
+  range("/v1/verify", {{"a", matmul()}, {"b", matmul()}, {"trials", 0}});
+  range("/v1/lower", {{"program", matmul()}, {"target", "fpga"}});
+  range("/v1/measure", {{"program", matmul()}, {"threads", 0}});
+  const std::string half =
+      "input A: f16[16]\noutput D: f16[16]\nL^{16}_{a=0}[D^{f16,g}_{a}=A^{f16,g}_{a}+A^{f16,g}_{a};];";
+  auto rejected = post("/v1/lower", {{"program", half}, {"target", "cuda"}});
+  EXPECT_EQ(rejected.status, invalid) << rejected.body.dump();
+  std::string renamed = matmul();
+  renamed.replace(renamed.find("C: f64[16,12]"), 1, "E");
+  auto differ = post("/v1/measure", {{"program", matmul()}, {"against", renamed}});
+  EXPECT_EQ(differ.status, invalid) << differ.body.dump();
 }
 
 TEST_F(Api, Batch) {

@@ -9,6 +9,7 @@
 
 #include "ir/leir/program_io.h"
 #include "search/tune/database.h"
+#include "search/tune/facts.h"
 #include "search/tune/runner.h"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,8 @@ TEST(MeasurePairs, FailingKernelsAreDroppedNotFatal) {
   ASSERT_TRUE(r[0].ok) << r[0].error;
   EXPECT_FALSE(r[1].ok);
   EXPECT_FALSE(r[1].error.empty());
+  EXPECT_EQ(r[1].failure, MeasureFailure::Run) << r[1].error;  // its intermediate cannot be allocated
+  EXPECT_EQ(r[0].failure, MeasureFailure::None);
   ASSERT_TRUE(r[2].ok) << r[2].error;  // the comparison after the failing one still runs
   for (const auto* c : {&r[0].cmp, &r[2].cmp}) {
     EXPECT_GT(c->a.median_ms, 0);
@@ -69,6 +72,7 @@ TEST(MeasurePairs, PairsWithOneReferenceShareASessionAndFailAlone) {
   ASSERT_TRUE(f[0].ok) << f[0].error;
   EXPECT_FALSE(f[1].ok);
   EXPECT_NE(f[1].error.find("out of memory"), std::string::npos) << f[1].error;
+  EXPECT_EQ(f[1].failure, MeasureFailure::Run);
   ASSERT_TRUE(f[2].ok) << f[2].error;
 }
 
@@ -85,6 +89,85 @@ TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
   MeasurementStore again((d / "m.sqlite").string());
   EXPECT_EQ(again.size(), 2);
   EXPECT_EQ((*again.get("j"))["v"], 3);
+  fs::remove_all(d);
+}
+
+// Fails every comparison with one kind, under a message that does not name it.
+class FailingRunner : public Runner {
+ public:
+  explicit FailingRunner(MeasureFailure f) : failure_(f) {}
+  std::string identity() const override { return "fake:failing"; }
+  std::vector<PairResult> run(const std::vector<leir::Program>&,
+                              const std::vector<std::pair<int, int>>& pairs) override {
+    calls += int(pairs.size());
+    std::vector<PairResult> out(pairs.size());
+    for (auto& r : out) r.failure = failure_, r.error = "no luck";
+    return out;
+  }
+  int calls = 0;
+
+ private:
+  MeasureFailure failure_;
+};
+
+struct StoredPair {
+  std::vector<leir::Program> programs = timing_programs();
+  std::string a = leir::program_to_text(programs[0], false), b = leir::program_to_text(programs[1], false);
+  std::pair<Subject, Subject> pair() const { return {{&programs[0], &a}, {&programs[1], &b}}; }
+};
+
+TEST(MeasurementStore, AStoredFailureReloadsWithItsKind) {
+  auto d = fs::temp_directory_path() / fmt::format("steptp-failure-kind-test-{}", getpid());
+  fs::create_directories(d);
+  const std::string path = (d / "m.sqlite").string();
+  StoredPair p;
+  {
+    MeasurementStore s(path);
+    FailingRunner compile(MeasureFailure::Compile);
+    Comparer c(s, compile);
+    EXPECT_EQ(c.compare({p.pair()})[0].failure, MeasureFailure::Compile);
+    EXPECT_EQ(compile.calls, 1);
+  }
+  // Reopened: the fact is read back (same runner identity, nothing measured) with its kind.
+  MeasurementStore s(path);
+  FailingRunner crash(MeasureFailure::Crash);
+  Comparer c(s, crash);
+  const PairResult back = c.compare({p.pair()})[0];
+  EXPECT_EQ(crash.calls, 0);
+  EXPECT_FALSE(back.ok);
+  EXPECT_EQ(back.failure, MeasureFailure::Compile);
+  EXPECT_EQ(back.error, "no luck");
+  EXPECT_EQ((*s.get(comparison_key(crash, p.a, p.b)))["failure"], "compile");
+  fs::remove_all(d);
+}
+
+// Stores written before failures had kinds hold {"ok": false, "error": MESSAGE}: such an entry
+// reads with the kind the runner's message implies (failure_of_legacy_entry).
+TEST(MeasurementStore, AnEntryWrittenBeforeFailureKindsReadsWithTheMigratedKind) {
+  auto d = fs::temp_directory_path() / fmt::format("steptp-legacy-failure-test-{}", getpid());
+  fs::create_directories(d);
+  MeasurementStore s((d / "m.sqlite").string());
+  StoredPair p;
+  FailingRunner runner(MeasureFailure::Crash);
+  const std::vector<std::pair<std::string, MeasureFailure>> legacy = {
+      {"compile: error: expected ';'", MeasureFailure::Compile},
+      {"fork failed", MeasureFailure::Infrastructure},
+      {"timed out after 20 s", MeasureFailure::Timeout},
+      {"crashed (Segmentation fault)", MeasureFailure::Crash},
+      {"measuring child exited with status 3", MeasureFailure::Crash},
+      {"run: t: out of memory allocating intermediates", MeasureFailure::Run},
+  };
+  for (size_t i = 0; i < legacy.size(); ++i) {
+    const std::string session = fmt::format("legacy{}", i);
+    s.put_all({{comparison_key(runner, p.a, p.b, session), json{{"ok", false}, {"error", legacy[i].first}}}});
+    Comparer c(s, runner);
+    const PairResult r = c.compare({p.pair()}, session)[0];
+    EXPECT_EQ(r.failure, legacy[i].second) << legacy[i].first;
+    EXPECT_EQ(r.error, legacy[i].first);
+  }
+  EXPECT_EQ(runner.calls, 0);
+  // The entry is read as it was written (no rewrite): a replay of an old store sees its bytes.
+  EXPECT_FALSE(s.get(comparison_key(runner, p.a, p.b, "legacy0"))->contains("failure"));
   fs::remove_all(d);
 }
 

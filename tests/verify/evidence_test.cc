@@ -10,6 +10,7 @@
 #include "ir/interp/inputs.h"
 #include "ir/leir/program_io.h"
 #include "ir/verify/verifier.h"
+#include "error_kind.h"
 
 using namespace steptp;
 using verify::Verdict;
@@ -136,9 +137,13 @@ TEST(ReportJson, RoundTripsAndRejectsMalformedObjects) {
     EXPECT_EQ(back.verdict, r.verdict);
     EXPECT_EQ(back.worst.has_value(), r.worst.has_value());
   }
-  EXPECT_THROW(verify::report_from_json("{}"), std::invalid_argument);
-  EXPECT_THROW(verify::report_from_json(R"({"equivalent":true,"class":"maybe","trials":1,"evidential":1,)"
-                                        R"("finite_share":1,"worst":null})"),
-               std::invalid_argument);
-  EXPECT_THROW(verify::report_from_json("not json"), std::invalid_argument);
+  // A stored report that does not read back is invalid input.
+  const auto invalid = steptp::base::ErrorKind::Invalid;
+  EXPECT_EQ(steptp::testing::thrown_kind([] { verify::report_from_json("{}"); }), invalid);
+  EXPECT_EQ(steptp::testing::thrown_kind([] {
+              verify::report_from_json(R"({"equivalent":true,"class":"maybe","trials":1,"evidential":1,)"
+                                       R"("finite_share":1,"worst":null})");
+            }),
+            invalid);
+  EXPECT_EQ(steptp::testing::thrown_kind([] { verify::report_from_json("not json"); }), invalid);
 }

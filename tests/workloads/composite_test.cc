@@ -11,9 +11,11 @@
 #include <set>
 #include <sstream>
 
+#include "base/error.h"
 #include "composite_oracle.h"
 #include "ir/leir/program_io.h"
 #include "front/workloads/composite.h"
+#include "shell_command.h"
 
 namespace steptp::workloads {
 namespace {
@@ -116,9 +118,17 @@ TEST(Composite, CliSampleIsDeterministic) {
   EXPECT_EQ(a, jsonl(sample_composite_records(12, 5, SizeClass::Tiny)));
   // The file reads back as 12 programs.
   EXPECT_EQ(leir::read_programs((dir / "a.jsonl").string()).size(), 12u);
-  std::string bad = fmt::format("{} workloads sample --count 3 --seed 1 --size huge --out {} 2>/dev/null",
-                                STEPTP_EXE, (dir / "x.jsonl").string());
-  EXPECT_NE(std::system(bad.c_str()), 0);
+  // A size class that does not exist: a usage error, exit 2 (base/error.h) with the message.
+  auto bad = steptp::testing::run_shell(fmt::format("{} workloads sample --count 3 --seed 1 --size huge --out {} 2>&1",
+                                                    STEPTP_EXE, (dir / "x.jsonl").string()));
+  EXPECT_EQ(bad.code, base::exit_code(base::ErrorKind::BadRequest));
+  EXPECT_EQ(bad.out, "steptp workloads: error: unknown size class 'huge' (expected tiny, small, default or bench)\n");
+  // A hyper-parameter out of its range (`emit --set`) is one too.
+  auto out_of_range =
+      steptp::testing::run_shell(fmt::format("{} workloads emit max_pool_2d --set kernel=99 2>&1", STEPTP_EXE));
+  EXPECT_EQ(out_of_range.code, 2);
+  EXPECT_NE(out_of_range.out.find("hyper-parameter 'kernel' = 99 is outside its range"), std::string::npos)
+      << out_of_range.out;
   fs::remove_all(dir);
 }
 #endif

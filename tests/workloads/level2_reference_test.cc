@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "composite_oracle.h"
 #include "ir/leir/program_io.h"
 #include "front/workloads/level2_chain.h"
@@ -65,7 +66,8 @@ TEST(Level2, ImpossibleConstraintsAreClearErrors) {
   try {
     emit(*w, hv);
     FAIL() << "groups=2 does not divide out_channels=5";
-  } catch (const std::invalid_argument& e) {
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::BadRequest);
     EXPECT_NE(std::string(e.what()).find("out_channels % groups == 0"), std::string::npos) << e.what();
   }
 }

@@ -14,6 +14,7 @@
 #include "ir/leir/program_io.h"
 #include "front/workloads/builder.h"
 #include "front/workloads/workload.h"
+#include "error_kind.h"
 
 namespace steptp::workloads {
 namespace {
@@ -104,15 +105,18 @@ TEST(Determinism, SeedsVaryShapesWithinRangesAndConstraints) {
 TEST(Hyper, OutOfRangeAndViolatedConstraintsAreErrors) {
   const Workload* pool = find_workload("max_pool_2d");
   ASSERT_NE(pool, nullptr);
-  EXPECT_THROW(sample_hyper(*pool, 1, SizeClass::Tiny, {{"kernel", 99}}), std::invalid_argument);
-  EXPECT_THROW(sample_hyper(*pool, 1, SizeClass::Tiny, {{"no_such", 1}}), std::invalid_argument);
+  // Hyper-parameters a user gives (`workloads emit --set`): request errors (exit 2, HTTP 400).
+  using steptp::testing::thrown_kind;
+  const auto bad_request = base::ErrorKind::BadRequest;
+  EXPECT_EQ(thrown_kind([&] { sample_hyper(*pool, 1, SizeClass::Tiny, {{"kernel", 99}}); }), bad_request);
+  EXPECT_EQ(thrown_kind([&] { sample_hyper(*pool, 1, SizeClass::Tiny, {{"no_such", 1}}); }), bad_request);
   // Each value is in range, but together they violate 2*padding <= kernel.
   HyperValues hv = sample_hyper(*pool, 1, SizeClass::Tiny);
   hv["padding"] = 2;
   hv["kernel"] = 3;
   EXPECT_NE(check_hyper(*pool, hv), "");
-  EXPECT_THROW(emit(*pool, hv), std::invalid_argument);
-  EXPECT_THROW(sample_hyper(*pool, 1, SizeClass::Tiny, {{"padding", 2}, {"kernel", 3}}), std::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { emit(*pool, hv); }), bad_request);
+  EXPECT_EQ(thrown_kind([&] { sample_hyper(*pool, 1, SizeClass::Tiny, {{"padding", 2}, {"kernel", 3}}); }), bad_request);
 }
 
 // Workloads with the same hyper-parameters as records the public translator printed reproduce
@@ -216,12 +220,14 @@ TEST(Cli, ListEmitAndErrors) {
   EXPECT_EQ(f32.find("f64"), std::string::npos) << f32;
   EXPECT_NE(f32.find("C^{f32,g}"), std::string::npos) << f32;
 
-  EXPECT_EQ(run_cli("workloads emit no_such_workload").first, 1);
-  EXPECT_EQ(run_cli("workloads emit relu --size huge").first, 1);
-  EXPECT_EQ(run_cli("workloads emit relu --format xml").first, 1);
-  EXPECT_EQ(run_cli("workloads emit max_pool_2d --set kernel=99").first, 1);
-  EXPECT_EQ(run_cli("workloads emit max_pool_2d --size tiny --set padding=2 --set kernel=3").first, 1);
-  EXPECT_EQ(run_cli("workloads emit relu --set batch=x").first, 1);
+  // Option values the command does not take: usage errors, exit 2 (base/error.h; 1 before issue 36).
+  const int usage = base::exit_code(base::ErrorKind::BadRequest);
+  EXPECT_EQ(run_cli("workloads emit no_such_workload").first, usage);
+  EXPECT_EQ(run_cli("workloads emit relu --size huge").first, usage);
+  EXPECT_EQ(run_cli("workloads emit relu --format xml").first, usage);
+  EXPECT_EQ(run_cli("workloads emit max_pool_2d --set kernel=99").first, usage);
+  EXPECT_EQ(run_cli("workloads emit max_pool_2d --size tiny --set padding=2 --set kernel=3").first, usage);
+  EXPECT_EQ(run_cli("workloads emit relu --set batch=x").first, usage);
 }
 
 }  // namespace

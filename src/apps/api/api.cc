@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "ir/interp/interpreter.h"
 #include "ir/leir/canonical.h"
@@ -143,7 +144,8 @@ BenchResult bench(BenchRequest request) {
     built = backend::cpu::build_cpu_programs(programs);
   }
   for (size_t i = 0; i < built.size(); ++i)
-    if (!built[i].program) throw std::runtime_error(fmt::format("{}: {}", programs[i].name, built[i].error));
+    if (!built[i].program)
+      throw base::Error(base::ErrorKind::Failed, fmt::format("{}: {}", programs[i].name, built[i].error));
   BenchResult r;
   for (const auto& p : programs) r.names.push_back(p.name);
   auto inputs = interp::generate_inputs(programs[0], request.seed);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "base/sqlite.h"
 
 namespace fs = std::filesystem;
@@ -39,7 +40,8 @@ void CheckpointDb::put(const char* sql, int idx, const std::string& a, const std
   sqlite3_bind_text(st, c++, b.c_str(), -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) throw std::runtime_error(std::string("checkpoint write: ") + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE)
+    throw base::Error(base::ErrorKind::Failed, std::string("checkpoint write: ") + sqlite3_errmsg(db_));
 }
 
 std::map<int, std::string> CheckpointDb::done() {

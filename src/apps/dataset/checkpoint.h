@@ -16,7 +16,7 @@ namespace steptp::dataset {
 
 class CheckpointDb {
  public:
-  explicit CheckpointDb(const std::string& path);  // throws std::runtime_error
+  explicit CheckpointDb(const std::string& path);  // throws base::Error (Failed)
   ~CheckpointDb();
   CheckpointDb(const CheckpointDb&) = delete;
   CheckpointDb& operator=(const CheckpointDb&) = delete;

@@ -125,7 +125,7 @@ struct Root {
 std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skipped = nullptr);
 // The program of a built-in workload root (`r.workload`, `r.emit_seed`) at `size`, its bench work
 // window moved up by `bench_doublings` (apps/dataset/root_sizing.h); bench shapes are measured in f32,
-// as KernelBench and the tuner's benchmarks are. Throws std::invalid_argument when the workload
+// as KernelBench and the tuner's benchmarks are. Throws base::Error (BadRequest) when the workload
 // has no such shapes.
 leir::Program emit_root_program(const Root& r, workloads::SizeClass size, int bench_doublings = 0);
 
@@ -142,7 +142,7 @@ struct GenerateSummary {
   nlohmann::json stats;  // stats.json contents
 };
 
-// Throws std::invalid_argument (bad option) or std::runtime_error (I/O) with a clear message;
+// Throws base::Error: BadRequest (bad option) or Failed (I/O), with a clear message;
 // on error no output file of the dataset has been written.
 GenerateSummary generate(const GenerateOptions& o);
 // The same run spread over the cluster's ranks (every rank calls it); rank 0 writes the outputs

@@ -35,7 +35,7 @@ struct ExportInputs {
 };
 
 // Writes the files into o.out_dir from the kept records (`keep[i]`; exported records gain split,
-// id, cot and tokens) and fills the counts and stats of `sum`. Throws std::runtime_error on I/O errors.
+// id, cot and tokens) and fills the counts and stats of `sum`. Throws base::Error (Failed) on I/O errors.
 void export_dataset(std::vector<nlohmann::json>& recs, const std::vector<char>& keep, const ExportInputs& in,
                     GenerateSummary& sum);
 

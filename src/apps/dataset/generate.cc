@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "base/progress.h"
 #include "apps/dataset/dataset.h"
@@ -69,7 +70,7 @@ std::string checkpoint_fingerprint(const GenerateOptions& o, const std::vector<R
 }
 
 void validate(const GenerateOptions& o) {
-  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  auto bad = [](const std::string& m) { throw base::Error(base::ErrorKind::BadRequest, m); };
   if (o.out_dir.empty()) bad("--out must not be empty");
   if (o.programs < -1) bad("--programs must be >= 0 (or -1 for all)");
   if (!(o.min_root_ms >= 0) || o.min_root_ms > 1000) bad("--min-root-ms must be in [0, 1000]");
@@ -130,11 +131,11 @@ Folders prepare_folders(const GenerateOptions& o, const Cluster& cluster) {
   f.work = cluster.size() > 1 ? fs::path(rank_dir(o, cluster.rank())) : f.out;
   std::error_code ec;
   fs::create_directories(f.work, ec);
-  if (ec || !fs::is_directory(f.work)) throw std::runtime_error("cannot create --out " + f.work.string());
+  if (ec || !fs::is_directory(f.work)) throw base::Error(base::ErrorKind::Failed, "cannot create --out " + f.work.string());
   {
     fs::path probe = f.work / ".write-probe";
     std::ofstream file(probe);
-    if (!file) throw std::runtime_error("--out " + f.work.string() + " is not writable");
+    if (!file) throw base::Error(base::ErrorKind::Failed, "--out " + f.work.string() + " is not writable");
     file.close();
     fs::remove(probe, ec);
   }
@@ -453,7 +454,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   // roots
   json skipped_roots = json::array();
   std::vector<Root> roots = collect_roots(o, &skipped_roots);
-  if (roots.empty()) throw std::invalid_argument("no programs: use --programs, --composites or --input");
+  if (roots.empty()) throw base::Error(base::ErrorKind::BadRequest, "no programs: use --programs, --composites or --input");
   const Folders folders = prepare_folders(o, cluster);
 
   // size → screen: rank 0 measures, the other ranks take its plan. Sizing measures roots only
@@ -467,7 +468,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   }
   share_root_plan(roots, sizing, o, cluster);
   if (sizing_stage) progress.stage_end();
-  if (roots.empty()) throw std::invalid_argument("no roots left after sizing them (--min-root-ms)");
+  if (roots.empty()) throw base::Error(base::ErrorKind::BadRequest, "no roots left after sizing them (--min-root-ms)");
   sum.roots = int(roots.size());
 
   // search / tune: every root's raw records (search_root), but those a checkpoint holds
@@ -480,7 +481,7 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     return sum;
   }
   if (lead && searched.done.size() < roots.size())
-    throw std::runtime_error("checkpoint: roots missing after the search");
+    throw base::Error(base::ErrorKind::Failed, "checkpoint: roots missing after the search");
   sum.complete = true;
   if (!lead) {
     // The other ranks' part ends with measuring what rank 0 hands them.

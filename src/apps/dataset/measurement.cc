@@ -22,6 +22,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "lower/cpu/compiler.h"
 #include "lower/cpu/cpu_program.h"
 #include "lower/cpu/sandbox.h"
@@ -179,7 +180,7 @@ Interval ratio_ci(double ratio, const std::vector<backend::TimingStats>& sides) 
   double var = 0, df_denominator = 0;
   for (const auto& s : sides) {
     if (s.repeats < 2)
-      throw std::invalid_argument(fmt::format("ratio_ci: a side timed {} time(s) has no spread", s.repeats));
+      throw std::logic_error(fmt::format("ratio_ci: a side timed {} time(s) has no spread", s.repeats));
     const double v = M_PI / 2 * s.cv * s.cv / s.repeats;
     var += v;
     df_denominator += v * v / (s.repeats - 1);
@@ -400,7 +401,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
     // Read back: when another worker stored the same session first, its value is the fact.
     for (size_t k : missing) {
       auto got = store.get(session_key(c.keys[k], s));
-      if (!got) throw std::runtime_error("measurement store lost an entry");
+      if (!got) throw base::Error(base::ErrorKind::Failed, "measurement store lost an entry");
       sessions[k].push_back(std::move(*got));
     }
   }
@@ -594,10 +595,11 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vect
   if (lead)
     for (size_t r = 0; r < machines.size(); ++r)
       if (!machines[r].empty() && machines[r] != machine)
-        throw std::runtime_error(fmt::format(
-            "measuring rank {} is another machine type than rank 0 ({} vs {}): measure on one kind of node "
-            "(e.g. a Slurm --constraint) or use --cost model",
-            r, machines[r], machine));
+        throw base::Error(
+            base::ErrorKind::Failed,
+            fmt::format("measuring rank {} is another machine type than rank 0 ({} vs {}): measure on one kind of node "
+                        "(e.g. a Slurm --constraint) or use --cost model",
+                        r, machines[r], machine));
   // The tables exist before workers race to them.
   if (lead) MeasurementStore create(path);
   if (cluster.measuring()) MeasurementStore create(rank_path);
@@ -644,7 +646,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vect
   int J = std::max(1, std::min(o.jobs, int(mine.size())));
   size_t bytes = sizeof(WorkerTiming) * size_t(J);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) throw std::runtime_error("cannot map worker timing");
+  if (mem == MAP_FAILED) throw base::Error(base::ErrorKind::Failed, "cannot map worker timing");
   std::memset(mem, 0, bytes);
   auto* timing = static_cast<WorkerTiming*>(mem);
   progress.stage_start("measure", "root", int(mine.size()), 0,

@@ -95,7 +95,7 @@ struct Interval {
 // (pi/2) * cv^2 / n (the sample median's asymptotic variance, by the delta method on the log),
 // the sides' variances add, and the half-width is Student's t (0.975, Welch-Satterthwaite
 // degrees of freedom over the sides' n - 1) times the combined standard error:
-// [ratio * exp(-t * se), ratio * exp(t * se)]. Throws std::invalid_argument for a side timed
+// [ratio * exp(-t * se), ratio * exp(t * se)]. Throws std::logic_error for a side timed
 // fewer than twice (no spread to speak of).
 Interval ratio_ci(double ratio, const std::vector<backend::TimingStats>& sides);
 // "faster" when the interval lies above 1, "slower" below it, else "within_noise".

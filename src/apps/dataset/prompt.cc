@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/dataset/reasoning.h"
+#include "base/error.h"
 #include "ir/leir/program_io.h"
 #include "transform/schedule_state.h"
 
@@ -40,7 +41,7 @@ std::string menu_text(const std::vector<MenuSite>& menu) {
 AnswerFormat answer_format_from(const std::string& s) {
   if (s == "ir") return AnswerFormat::IR;
   if (s == "action") return AnswerFormat::Action;
-  throw std::invalid_argument("answer format must be ir or action (got '" + s + "')");
+  throw base::Error(base::ErrorKind::BadRequest, "answer format must be ir or action (got '" + s + "')");
 }
 
 std::vector<MenuSite> action_menu(const leir::Program& p) {
@@ -138,9 +139,9 @@ json prompt_messages(const json& rec, AnswerFormat f) {
 
 std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index) {
   const auto* s = strategies::find_strategy(strategy);
-  if (!s) throw std::invalid_argument("unknown strategy " + strategy);
+  if (!s) throw std::logic_error("unknown strategy " + strategy);
   auto sites = s->sites(parent);
-  if (index >= sites.size()) throw std::invalid_argument("site index out of range");
+  if (index >= sites.size()) throw std::logic_error("site index out of range");
   return strategies::to_handle(strategies::address_of(sites, index));
 }
 

@@ -20,7 +20,7 @@
 namespace steptp::dataset {
 
 enum class AnswerFormat { IR, Action };
-AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action"; throws std::invalid_argument
+AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action"; throws base::Error (BadRequest)
 
 // One site of the action menu: strategy, stable address, description and parameter choices.
 struct MenuSite {
@@ -45,7 +45,7 @@ std::vector<MenuSite> action_menu(const leir::Program& p);
 nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
 
 // The stable handle (transform/trace.h to_handle) of site `index` of `strategy` in `parent`.
-// Throws std::invalid_argument for an unknown strategy or an index out of range.
+// Throws std::logic_error for an unknown strategy or an index out of range (records are ours).
 std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index);
 
 // The action-form answer object of a record's answer {"strategy","site":{"index"},"params"}:

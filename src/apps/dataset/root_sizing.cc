@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "ir/leir/program_io.h"
 #include "transform/sampler.h"
 #include "search/tune/database.h"
@@ -113,7 +114,8 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
       try {
         r.program = emit_root_program(r, o.size, doublings);
         sizing[i].bench_doublings = doublings;
-      } catch (const std::invalid_argument& e) {  // its ranges end before the larger window
+      } catch (const base::Error& e) {  // its ranges end before the larger window (workloads' BadRequest)
+        if (e.kind() != base::ErrorKind::BadRequest) throw;
         reason[i] += fmt::format("; no shapes {} doublings up ({})", doublings, e.what());
         left_out[i] = settled[i] = 1;
       }

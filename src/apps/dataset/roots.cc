@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apps/dataset/dataset.h"
+#include "base/error.h"
 #include "front/onnx/onnx_import.h"
 #include "ir/leir/program_io.h"
 #include "transform/sampler.h"
@@ -33,10 +34,10 @@ std::vector<Root> collect_roots(const GenerateOptions& o, nlohmann::json* skippe
     Root r{"w/" + w.name, w.family, {}, &w, base::mix_seed(o.seed, i)};
     try {
       r.program = emit_root_program(r, o.size);
-    } catch (const std::invalid_argument& e) {
+    } catch (const base::Error& e) {
       // A workload without shapes of this class (bench: nll_loss, cross_entropy_loss, whose work
-      // cannot reach the bench window) is left out and listed, not fatal.
-      if (o.size != workloads::SizeClass::Bench) throw;
+      // cannot reach the bench window: workloads' BadRequest) is left out and listed, not fatal.
+      if (e.kind() != base::ErrorKind::BadRequest || o.size != workloads::SizeClass::Bench) throw;
       if (skipped) skipped->push_back({{"key", r.key}, {"reason", e.what()}});
       continue;
     }

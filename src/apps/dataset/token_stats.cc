@@ -8,6 +8,7 @@
 
 #include "lower/cpu/codegen.h"
 #include "lower/cuda/cuda_codegen.h"
+#include "lower/rejection.h"
 #include "lower/tir/tvmscript.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/printer.h"
@@ -68,10 +69,8 @@ std::set<std::string> tensor_names(const leir::Program& p) {
   return names;
 }
 
-std::string reason_class(const std::string& message, const std::set<std::string>& names) {
-  std::string m = message;
-  for (const char* prefix : {"cuda target rejects the program: ", "tir target: ", "cpu backend: "})
-    if (m.rfind(prefix, 0) == 0) m = m.substr(std::string(prefix).size());
+std::string reason_class(const std::string& reason, const std::set<std::string>& names) {
+  std::string m = reason;
   auto cut = m.find_first_of("(:");
   if (cut != std::string::npos) m = m.substr(0, cut);
   std::string out;
@@ -117,6 +116,8 @@ ProgramTexts lower_all(const leir::Program& p) {
   auto attempt = [&](size_t col, auto&& fn) {
     try {
       t.text[col] = fn();
+    } catch (const backend::TargetRejection& e) {
+      t.reject[col] = reason_class(e.reason(), tensor_names(p));
     } catch (const leir::LeirError& e) {
       t.reject[col] = reason_class(e.message(), tensor_names(p));
     } catch (const std::exception& e) {

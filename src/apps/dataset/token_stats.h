@@ -60,10 +60,10 @@ ProgramTexts lower_all(const leir::Program& p);
 nlohmann::json compare_tokens(const std::vector<leir::Program>& programs, const tokenizer::BpeTokenizer& tok,
                               bool per_program = false);
 
-// The reason class of a rejection: the message (without the target's prefix) up to its first
-// ':' or '(', with quoted text -> "_", numbers -> "N" and the program's tensor names -> "X", so
-// like rejections count together.
-std::string reason_class(const std::string& message, const std::set<std::string>& tensor_names = {});
+// The reason class of a rejection: its reason (backend::TargetRejection::reason, without the
+// target) up to its first ':' or '(', with quoted text -> "_", numbers -> "N" and the program's
+// tensor names -> "X", so like rejections count together.
+std::string reason_class(const std::string& reason, const std::set<std::string>& tensor_names = {});
 // Every tensor name of a program: known tensors and the intermediates its body writes or reads.
 std::set<std::string> tensor_names(const leir::Program& p);
 

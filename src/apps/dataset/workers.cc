@@ -8,6 +8,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "base/error.h"
+
 namespace steptp::dataset {
 
 std::vector<int> run_workers(int jobs, const std::function<int(int)>& worker) {
@@ -18,7 +20,7 @@ std::vector<int> run_workers(int jobs, const std::function<int(int)>& worker) {
   const pid_t parent = getpid();
   for (int k = 0; k < jobs; ++k) {
     pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid < 0) throw base::Error(base::ErrorKind::Failed, "fork failed");
     if (pid == 0) {
       // A worker dies with its parent (a killed run, an MPI rank ended by mpirun): no orphan
       // goes on writing the checkpoint while a rerun resumes from it.

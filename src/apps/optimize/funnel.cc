@@ -63,7 +63,7 @@ Outcome Funnel::evaluate(const leir::Program& parent, double parent_speedup, con
       timed_now = true;
     }
     const tune::PairResult& t = *f.timing;
-    if (!t.ok) return reward::MeasuredStep::failed(t.error);
+    if (!t.ok) return reward::MeasuredStep::failed(t);
     reward::MeasuredStep m;
     m.ok = m.compiled = true;
     m.vs_root = t.cmp;

@@ -36,7 +36,7 @@
 namespace steptp::optimize {
 
 enum class SearchKind { Chain, Greedy, Beam, Dfs, Bfs, Mcts };
-SearchKind search_kind_from(const std::string& s);  // throws std::invalid_argument
+SearchKind search_kind_from(const std::string& s);  // throws base::Error (BadRequest)
 std::string_view to_string(SearchKind k);
 
 struct TreeSearchOptions {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "apps/optimize/tree.h"
+#include "base/error.h"
 
 namespace steptp::optimize {
 
@@ -75,7 +76,8 @@ SearchKind search_kind_from(const std::string& s) {
   for (SearchKind k : {SearchKind::Chain, SearchKind::Greedy, SearchKind::Beam, SearchKind::Dfs, SearchKind::Bfs,
                        SearchKind::Mcts})
     if (to_string(k) == s) return k;
-  throw std::invalid_argument("search must be chain, greedy, beam, dfs, bfs or mcts (got '" + s + "')");
+  throw base::Error(base::ErrorKind::BadRequest,
+                    "search must be chain, greedy, beam, dfs, bfs or mcts (got '" + s + "')");
 }
 
 std::string_view to_string(SearchKind k) {

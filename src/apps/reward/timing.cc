@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "lower/cpu/codegen.h"
 #include "lower/cpu/compiler.h"
 #include "ir/analysis/program_facts.h"
@@ -62,18 +63,19 @@ extern "C" int STEPTP_KERNEL_SYMBOL(void* const* args) {
 
 backend::cpu::KernelFn compile_kernel(const char* code) {
   auto r = backend::cpu::default_compiler().compile_one(code);
-  if (!r.kernel) throw std::runtime_error("peak benchmark does not compile: " + r.error.substr(0, 300));
+  if (!r.kernel)
+    throw base::Error(base::ErrorKind::Failed, "peak benchmark does not compile: " + r.error.substr(0, 300));
   return r.kernel->fn;
 }
 
 
 }  // namespace
 
-MeasuredStep MeasuredStep::failed(const std::string& error) {
+MeasuredStep MeasuredStep::failed(const tune::PairResult& r) {
   MeasuredStep m;
-  m.error = error;
-  m.compiled = error.rfind("compile:", 0) != 0;
-  m.infrastructure = error == tune::kForkFailed;
+  m.error = r.error;
+  m.compiled = r.failure != tune::MeasureFailure::Compile;
+  m.infrastructure = r.failure == tune::MeasureFailure::Infrastructure;
   return m;
 }
 
@@ -85,7 +87,7 @@ MeasuredStep measure_step(const leir::Program& root, const leir::Program& parent
   auto res = tune::measure_pairs({root, parent, candidate}, {{1, 2}, {0, 2}}, s.options, s.input_seed,
                                  s.pair_timeout_s, nullptr, &outputs);
   for (const auto& r : res)
-    if (!r.ok) return MeasuredStep::failed(r.error);
+    if (!r.ok) return MeasuredStep::failed(r);
   m.compiled = m.ok = true;
   m.vs_parent = res[0].cmp;
   m.vs_root = res[1].cmp;
@@ -99,7 +101,7 @@ MeasuredPair measure_pair(const leir::Program& a, const leir::Program& b, const 
   auto r = tune::measure_pairs({a, b}, {{0, 1}}, s.options, s.input_seed, s.pair_timeout_s).front();
   m.ok = r.ok;
   m.error = r.error;
-  m.compiled = r.ok || r.error.rfind("compile:", 0) != 0;
+  m.compiled = r.ok || r.failure != tune::MeasureFailure::Compile;
   m.cmp = r.cmp;
   return m;
 }

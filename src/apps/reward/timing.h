@@ -14,6 +14,7 @@
 #include "lower/measure/measure.h"
 #include "ir/leir/ast.h"
 #include "ir/verify/verifier.h"
+#include "search/tune/runner.h"
 
 namespace steptp::reward {
 
@@ -37,9 +38,9 @@ struct MeasuredStep {
   // inputs (verify::compare_outputs, the verifier's tolerances); absent: not checked.
   std::optional<verify::VerifyReport> outputs;
 
-  // A comparison that did not run: its error ("compile: ..." when a program did not compile;
-  // tune::kForkFailed, the service's failure, when the measuring child could not start).
-  static MeasuredStep failed(const std::string& error);
+  // A comparison that did not run, by its tune::MeasureFailure: not compiled for Compile; the
+  // service's failure (infrastructure) when the measuring child could not start.
+  static MeasuredStep failed(const tune::PairResult& r);
 };
 
 struct MeasureSettings {

@@ -169,7 +169,7 @@ JobReply lower_ep(const json& req, const JobConfig& c) {
   try {
     src = api::lower(l);
   } catch (const leir::LeirError& e) {
-    return {422, {{"error", e.message()}, {"field", "program"}, {"target", target}}};
+    return {base::http_status(e.kind()), {{"error", e.message()}, {"field", "program"}, {"target", target}}};
   }
   return {200, {{"target", target}, {"source", src}}};
 }
@@ -210,9 +210,10 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
     return {503, {{"error", fmt::format("the machine is busy ({}); retry later", e.what())}, {"failure", "machine busy"}, {"failure_kind", "machine_busy"}}};
   }
   if (!r.signature_difference.empty())
-    return {422, {{"error", "signatures differ: " + r.signature_difference}, {"field", "against"}}};
+    return {base::http_status(base::ErrorKind::Invalid),
+            {{"error", "signatures differ: " + r.signature_difference}, {"field", "against"}}};
   const reward::MeasuredPair& pair = r.pair;
-  if (!pair.ok) return {422, {{"error", pair.error}, {"compiled", pair.compiled}}};
+  if (!pair.ok) return {base::http_status(base::ErrorKind::Failed), {{"error", pair.error}, {"compiled", pair.compiled}}};
   json body = {{"program", reward::to_json(pair.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
   if (m.baseline) {
     body["against"] = reward::to_json(pair.cmp.a);
@@ -321,7 +322,8 @@ JobReply run_job(const json& job, const JobConfig& config, const Notify& notify)
 
 JobReply died_reply(const json& job, const std::optional<json>& last, const std::string& reason) {
   if (job.value("endpoint", "") != "score")
-    return {422, {{"error", "processing failed: " + reason}, {"failure", reason}}};
+    return {base::http_status(base::ErrorKind::Failed),
+            {{"error", "processing failed: " + reason}, {"failure", reason}}};
   // Whose fault: a job that died while the answer's kernel ran (the machine held, the last
   // progress says kernel_run) — a crash, a hang past --measure-timeout, memory exhausted — is the
   // answer's: a scored failure at "compiles". Anything else (the job's deadline while verifying,

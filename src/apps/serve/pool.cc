@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "apps/serve/frames.h"
+#include "base/error.h"
 
 extern char** environ;
 
@@ -35,7 +36,8 @@ WorkerPool::~WorkerPool() { shutdown(0); }
 
 void WorkerPool::spawn(Slot& s) {
   int in[2], out[2];  // in: server -> worker stdin; out: worker stdout -> server
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("cannot create worker pipes");
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+    throw base::Error(base::ErrorKind::Failed, "cannot create worker pipes");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
@@ -59,7 +61,7 @@ void WorkerPool::spawn(Slot& s) {
   if (rc != 0) {
     close(in[1]);
     close(out[0]);
-    throw std::runtime_error("cannot start a worker process: " + argv_[0]);
+    throw base::Error(base::ErrorKind::Failed, "cannot start a worker process: " + argv_[0]);
   }
   s.pid = pid;
   s.to = in[1];
@@ -67,12 +69,12 @@ void WorkerPool::spawn(Slot& s) {
   auto hello = read_frame(s.from, now_ms() + 60000);
   if (!hello || hello->type != 'H') {
     stop(s);
-    throw std::runtime_error("a worker process did not start");
+    throw base::Error(base::ErrorKind::Failed, "a worker process did not start");
   }
   json h = json::parse(hello->payload, nullptr, false);
   if (h.is_object() && h.contains("error") && h["error"].is_string()) {
     stop(s);
-    throw std::runtime_error(h["error"].get<std::string>());
+    throw base::Error(base::ErrorKind::Failed, h["error"].get<std::string>());
   }
   if (!h.is_object() || !h.value("network_isolated", false)) isolated_ = false;
   if (h.is_object() && h.contains("sandbox")) layers_.meet(backend::sandbox::LayerReport::from_json(h["sandbox"]));

@@ -31,7 +31,7 @@ class WorkerPool {
  public:
   // `argv`: the worker command line (argv[0] is the executable path). At most `queue_capacity`
   // admitted jobs wait for a worker, and at most `machine_inflight` Machine jobs are admitted
-  // (waiting or running) at once. Throws std::runtime_error when a worker cannot start or refuses
+  // (waiting or running) at once. Throws base::Error (Failed) when a worker cannot start or refuses
   // to (its hello's "error": --require-sandbox).
   WorkerPool(std::vector<std::string> argv, int workers, int queue_capacity, int machine_inflight);
   ~WorkerPool();  // shutdown(0)
@@ -71,7 +71,7 @@ class WorkerPool {
     bool busy = false;
     int64_t started_ms = 0;  // when its current job started
   };
-  void spawn(Slot& s);  // (re)starts the worker of a slot; throws std::runtime_error
+  void spawn(Slot& s);  // (re)starts the worker of a slot; throws base::Error (Failed)
   void stop(Slot& s);
 
   std::vector<std::string> argv_;

@@ -19,12 +19,17 @@
 #include "apps/serve/connection_pool.h"
 #include "apps/serve/metrics.h"
 #include "apps/serve/pool.h"
+#include "base/error.h"
 
 namespace steptp::serve {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// Statuses of the request's own errors: their kinds' (base/error.h), as the jobs' are.
+constexpr int kBadRequest = base::http_status(base::ErrorKind::BadRequest);
+constexpr int kTooLarge = base::http_status(base::ErrorKind::TooLarge);
 
 const char* kJson = "application/json";
 
@@ -144,11 +149,14 @@ class Service {
       Reply r;
       if (too_large || (!complete && res.status == 413)) {
         res.set_header("Connection", "close");  // the rest of the body is never read
-        r = {413, {{"error", fmt::format("request body over the limit max_body_bytes ({} bytes)", o_.limits.max_body_bytes)},
-                   {"limit", "max_body_bytes"}, {"max", o_.limits.max_body_bytes}}};
+        r = {kTooLarge,
+             {{"error", fmt::format("request body over the limit max_body_bytes ({} bytes)", o_.limits.max_body_bytes)},
+              {"limit", "max_body_bytes"},
+              {"max", o_.limits.max_body_bytes}}};
       } else if (!complete) {
         res.set_header("Connection", "close");
-        r = {400, {{"error", "the request body could not be read (malformed chunked encoding or a client time-out)"}}};
+        r = {kBadRequest,
+             {{"error", "the request body could not be read (malformed chunked encoding or a client time-out)"}}};
       } else {
         ClientConnection client(req.remote_addr, req.remote_port, req.local_port);
         r = parse_and_run(body, h, [&client] { return client.gone(); });
@@ -183,19 +191,22 @@ class Service {
         return true;
       });
     } catch (const TooDeep&) {
-      return {400, {{"error", fmt::format("request body nested deeper than the limit max_json_depth ({})", max_depth)},
-                    {"limit", "max_json_depth"}, {"max", max_depth}}};
+      return {kBadRequest,
+              {{"error", fmt::format("request body nested deeper than the limit max_json_depth ({})", max_depth)},
+               {"limit", "max_json_depth"},
+               {"max", max_depth}}};
     } catch (const json::parse_error& e) {
       auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
-      return {400, {{"error", fmt::format("request body is not JSON: {}", e.what())}, {"line", line}, {"col", col}}};
+      return {kBadRequest,
+              {{"error", fmt::format("request body is not JSON: {}", e.what())}, {"line", line}, {"col", col}}};
     }
-    if (!body.is_object()) return {400, {{"error", "the request body must be a JSON object"}}};
+    if (!body.is_object()) return {kBadRequest, {{"error", "the request body must be a JSON object"}}};
     json rid = nullptr;
     if (body.contains("request_id")) {
       rid = body["request_id"];
       body.erase("request_id");
       if (!rid.is_string() && !rid.is_number_integer())
-        return {400, {{"error", "field 'request_id' must be a string or an integer"}}};
+        return {kBadRequest, {{"error", "field 'request_id' must be a string or an integer"}}};
     }
     Reply r = h(body, abandoned);
     if (!rid.is_null() && r.body.is_object()) r.body["request_id"] = rid;
@@ -245,12 +256,12 @@ class Service {
 
   Reply batch(const json& body, const Abandoned& abandoned) {
     for (const auto& [k, v] : body.items())
-      if (k != "items") return {400, {{"error", fmt::format("unknown field '{}'", k)}}};
+      if (k != "items") return {kBadRequest, {{"error", fmt::format("unknown field '{}'", k)}}};
     if (!body.contains("items") || !body["items"].is_array())
-      return {400, {{"error", "field 'items' must be a list of score requests"}}};
+      return {kBadRequest, {{"error", "field 'items' must be a list of score requests"}}};
     const json& items = body["items"];
     if (items.empty() || int(items.size()) > o_.max_batch)
-      return {400, {{"error", fmt::format("field 'items' must hold 1 to {} score requests", o_.max_batch)}}};
+      return {kBadRequest, {{"error", fmt::format("field 'items' must hold 1 to {} score requests", o_.max_batch)}}};
     // A batch is admitted whole: as measuring jobs when any item measures.
     JobClass c = JobClass::Quick;
     for (const auto& it : items)
@@ -297,10 +308,11 @@ bool is_loopback(const std::string& host) {
 
 int run_server(const ServeOptions& o, const std::function<void(const std::string&)>& on_listening) {
   if (!is_loopback(o.host) && o.api_key.empty() && !o.insecure)
-    throw std::runtime_error(fmt::format(
-        "refusing to serve on the non-loopback address {} without an API key: give --api-key (or "
-        "$STEPTP_API_KEY), or --insecure to serve it unauthenticated",
-        o.host));
+    throw base::Error(
+        base::ErrorKind::BadRequest,
+        fmt::format("refusing to serve on the non-loopback address {} without an API key: give --api-key (or "
+                    "$STEPTP_API_KEY), or --insecure to serve it unauthenticated",
+                    o.host));
   // Signals go to one thread (sigwait), set before any thread starts so all inherit the mask.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -331,7 +343,7 @@ int run_server(const ServeOptions& o, const std::function<void(const std::string
   if (port <= 0) {
     service.shutdown(0);
     delete connections;  // never handed over: the server did not listen
-    throw std::runtime_error(fmt::format("cannot listen on {}:{}", o.host, o.port));
+    throw base::Error(base::ErrorKind::Failed, fmt::format("cannot listen on {}:{}", o.host, o.port));
   }
   std::thread stopper([&] {
     int sig = 0;

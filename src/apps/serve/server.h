@@ -40,8 +40,9 @@ struct ServeOptions {
 // needs an API key unless `insecure`.
 bool is_loopback(const std::string& host);
 
-// Serves until SIGTERM/SIGINT; returns the exit code. Throws std::runtime_error when the address
-// cannot be bound or the workers cannot start.
+// Serves until SIGTERM/SIGINT; returns the exit code. Throws base::Error: Failed when the
+// address cannot be bound or the workers cannot start, BadRequest for a non-loopback address
+// without an API key (or --insecure).
 int run_server(const ServeOptions& o, const std::function<void(const std::string& url)>& on_listening);
 
 }  // namespace steptp::serve

@@ -22,7 +22,8 @@ namespace {
 
 leir::Program only_program(const std::string& file) {
   auto ps = onnx_import::read_programs_any(file);
-  if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
+  if (ps.size() != 1)
+    throw base::Error(base::ErrorKind::Invalid, fmt::format("{} holds {} programs; bench takes one", file, ps.size()));
   return ps.front();
 }
 

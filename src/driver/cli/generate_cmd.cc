@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "base/progress.h"
 #include "driver/cli/command.h"
 #include "apps/dataset/cluster.h"
@@ -158,13 +159,13 @@ RegisterCommand generate_cmd{{"generate", "generate the step-level training data
                                             cluster->rank() == 0 ? progress_style(*quiet) : ProgressStyle::Off);
       o->progress = progress.get();
       s = dataset::generate(*o, *cluster);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "steptp generate: " << e.what() << "\n";
-      rc = 2;
     } catch (const std::exception& e) {
-      std::cerr << "steptp generate: " << (cluster && cluster->size() > 1 ? fmt::format("rank {}: ", cluster->rank()) : "")
-                << e.what() << "\n";
-      rc = 1;
+      // The exit code is the kind's (base/error.h); a usage error is the same on every rank.
+      const base::ErrorKind kind = base::kind_of(e);
+      const bool rank_prefix = kind != base::ErrorKind::BadRequest && cluster && cluster->size() > 1;
+      std::cerr << "steptp generate: " << (rank_prefix ? fmt::format("rank {}: ", cluster->rank()) : "") << e.what()
+                << "\n";
+      rc = base::exit_code(kind);
     }
     if (rc) {
       if (cluster) mpi::abort_all(*cluster, rc);  // the other ranks would wait for this one

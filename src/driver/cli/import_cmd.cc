@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "driver/cli/command.h"
 #include "driver/cli/output.h"
 #include "front/onnx/onnx_import.h"
@@ -74,7 +75,7 @@ RegisterCommand import_cmd{{"import", "import an ONNX model as one LEIR program"
       p = onnx_import::import_onnx_file(o->model, opts);
     } catch (const onnx_import::ImportError& e) {
       std::cerr << e.what() << "\n";
-      return 1;
+      return base::exit_code(e.kind());
     }
     write_result(o->out, leir::program_to_json(p).dump() + "\n");
     return 0;

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "base/progress.h"
 #include "driver/cli/command.h"
 #include "driver/cli/output.h"
@@ -42,13 +43,14 @@ namespace {
 
 std::string read_file(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + p.string());
+  if (!f) throw base::Error(base::ErrorKind::Failed, "cannot read " + p.string());
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 json read_manifest(const fs::path& manifest) {
   json m = json::parse(read_file(manifest), nullptr, false);
-  if (m.is_discarded() || !m.contains("split")) throw std::runtime_error(manifest.string() + ": not a generate manifest");
+  if (m.is_discarded() || !m.contains("split"))
+    throw base::Error(base::ErrorKind::Invalid, manifest.string() + ": not a generate manifest");
   return m;
 }
 
@@ -64,14 +66,15 @@ std::optional<int> manifest_threads(const json& manifest) {
 std::vector<leir::Program> eval_roots(const fs::path& manifest) {
   fs::path steps = manifest.parent_path() / "steps.jsonl";
   std::ifstream f(steps);
-  if (!f) throw std::runtime_error("cannot read " + steps.string() + " (next to the manifest)");
+  if (!f) throw base::Error(base::ErrorKind::Failed, "cannot read " + steps.string() + " (next to the manifest)");
   std::vector<leir::Program> out;
   std::set<std::string> seen;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
     if (line.empty()) continue;
     json r = json::parse(line, nullptr, false);
-    if (r.is_discarded()) throw std::runtime_error(fmt::format("{}:{}: not JSON", steps.string(), n));
+    if (r.is_discarded())
+      throw base::Error(base::ErrorKind::Invalid, fmt::format("{}:{}: not JSON", steps.string(), n));
     if (r.value("split", "") != "eval" || !seen.insert(r["root"]["hash"].get<std::string>()).second) continue;
     leir::Program p = leir::program_from_text(r["root_program"].get<std::string>(), steps.string());
     p.name = r["root"].value("name", p.name);
@@ -168,7 +171,8 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     int timed_threads = 0;              // of a run (not a rescore): the threads its kernels were timed with
     std::vector<json> per;
     if (o->rescore) {
-      if (!fs::is_directory(out / "events")) throw std::runtime_error(o->out + " has no events/ folder");
+      if (!fs::is_directory(out / "events"))
+        throw base::Error(base::ErrorKind::Invalid, o->out + " has no events/ folder");
       std::vector<fs::path> files;
       for (const auto& e : fs::directory_iterator(out / "events")) files.push_back(e.path());
       std::sort(files.begin(), files.end());
@@ -182,7 +186,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
         per.push_back(optimize::program_metrics(events));
       }
     } else {
-      if (o->inputs.empty()) throw std::runtime_error("no PROGRAMS given");
+      if (o->inputs.empty()) throw base::Error(base::ErrorKind::BadRequest, "no PROGRAMS given");
       std::vector<leir::Program> programs;
       // A manifest's eval roots are timed as its records were (a dataset timed on all cores says so
       // in every prompt; timing its roots on one thread compared other programs: batch_norm's
@@ -194,9 +198,10 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
         if (manifest && threads->count() == 0)
           if (auto t = manifest_threads(m)) {
             if (dataset_threads && *dataset_threads != *t)
-              throw std::runtime_error(fmt::format("{}: its records were timed with {} threads, another manifest's with "
-                                                   "{}: give --threads",
-                                                   in, *t, *dataset_threads));
+              throw base::Error(base::ErrorKind::BadRequest,
+                                fmt::format("{}: its records were timed with {} threads, another manifest's with "
+                                            "{}: give --threads",
+                                            in, *t, *dataset_threads));
             dataset_threads = t;
           }
         auto ps = manifest ? eval_roots(in) : onnx_import::read_programs_any(in);

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
+
 namespace steptp::cli {
 
 inline void write_result(const std::string& out_path, const std::string& text) {
@@ -16,7 +18,7 @@ inline void write_result(const std::string& out_path, const std::string& text) {
     return;
   }
   std::ofstream f(out_path);
-  if (!(f << text)) throw std::runtime_error(fmt::format("cannot write {}", out_path));
+  if (!(f << text)) throw base::Error(base::ErrorKind::Failed, fmt::format("cannot write {}", out_path));
 }
 
 }  // namespace steptp::cli

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/api/api.h"
+#include "base/error.h"
 #include "driver/cli/command.h"
 #include "driver/cli/output.h"
 #include "front/onnx/onnx_import.h"
@@ -36,11 +37,11 @@ leir::Program select_program(const std::string& file, const std::string& name) {
   if (!name.empty()) {
     for (auto& p : programs)
       if (p.name == name) return std::move(p);
-    throw std::runtime_error(fmt::format("{} holds no program named '{}'", file, name));
+    throw base::Error(base::ErrorKind::BadRequest, fmt::format("{} holds no program named '{}'", file, name));
   }
   if (programs.size() != 1)
-    throw std::runtime_error(
-        fmt::format("{} holds {} programs; choose one with --program NAME", file, programs.size()));
+    throw base::Error(base::ErrorKind::BadRequest,
+                      fmt::format("{} holds {} programs; choose one with --program NAME", file, programs.size()));
   return std::move(programs.front());
 }
 
@@ -67,7 +68,8 @@ RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and pri
     api::RunRequest req;
     req.target = api::run_target(o->target);
     if (req.target == api::RunTarget::Cpu && o->intermediates)
-      throw std::runtime_error("--intermediates needs --target interp (compiled code keeps intermediates internal)");
+      throw base::Error(base::ErrorKind::BadRequest,
+                        "--intermediates needs --target interp (compiled code keeps intermediates internal)");
     req.program = select_program(o->file, o->program);
     if (!o->inputs.empty()) req.inputs = leir::key_by_name(req.program, leir::read_values_file(o->inputs), o->inputs);
     req.seed = o->seed;
@@ -79,7 +81,7 @@ RegisterCommand run_cmd{{"run", "run a program on given or seeded inputs and pri
       outputs = api::run(req);
     } catch (const interp::RuntimeError& e) {
       std::cerr << e.what() << "\n";
-      return 1;
+      return base::exit_code(e.kind());
     }
     write_result(o->out, leir::values_to_json(outputs).dump() + "\n");
     return 0;

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "driver/cli/command.h"
 #include "apps/reward/timing.h"
 #include "apps/serve/server.h"
@@ -133,13 +134,14 @@ class SandboxDir {
   SandboxDir(serve::JobConfig& config, serve::WorkerLimits& limits) {
     namespace fs = std::filesystem;
     std::string tmpl = (fs::temp_directory_path() / "steptp-serve-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create the sandbox directory in " + tmpl);
+    if (!mkdtemp(tmpl.data()))
+      throw base::Error(base::ErrorKind::Failed, "cannot create the sandbox directory in " + tmpl);
     path_ = tmpl;
     chmod(path_.c_str(), 0711);
     const std::string kernels = path_ + "/kernels";
     if (mkdir(kernels.c_str(), 0700) != 0 ||
         (geteuid() == 0 && chown(kernels.c_str(), limits.sandbox_uid, limits.sandbox_gid) != 0))
-      throw std::runtime_error("cannot prepare the jobs' kernel cache " + kernels);
+      throw base::Error(base::ErrorKind::Failed, "cannot prepare the jobs' kernel cache " + kernels);
     if (!config.peaks_path.empty()) {
       {
         tune::TimedSection timed(config.measure_threads);
@@ -166,7 +168,7 @@ class SandboxDir {
 std::string self_exe() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the steptp executable (/proc/self/exe)");
+  if (n <= 0) throw base::Error(base::ErrorKind::Failed, "cannot find the steptp executable (/proc/self/exe)");
   return std::string(buf, size_t(n));
 }
 
@@ -211,7 +213,7 @@ RegisterCommand serve_cmd{{"serve", "HTTP verification and reward service for RL
     // Every deadline a worker enforces has passed for a job older than this: its worker is stuck.
     o->wedged_after_s = js->limits.job_timeout_s + js->limits.measure_timeout_s + 30;
     if (*no_sandbox && js->limits.require_sandbox)
-      throw std::runtime_error("--no-sandbox contradicts --require-sandbox");
+      throw base::Error(base::ErrorKind::BadRequest, "--no-sandbox contradicts --require-sandbox");
     std::optional<SandboxDir> dir;
     if (!*no_sandbox) dir.emplace(js->config, js->limits);
     js->install_timing_lock();

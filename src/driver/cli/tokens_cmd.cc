@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
 #include "apps/dataset/token_stats.h"
@@ -67,7 +68,7 @@ RegisterCommand tokens_cmd{{"tokens", "count Qwen3 tokens of each file (and the 
     size_t total = 0;
     for (const auto& f : *files) {
       std::ifstream in(f, std::ios::binary);
-      if (!in) throw std::runtime_error(fmt::format("cannot open {}", f));
+      if (!in) throw base::Error(base::ErrorKind::Failed, fmt::format("cannot open {}", f));
       std::ostringstream buf;
       buf << in.rdbuf();
       const std::string text = buf.str();

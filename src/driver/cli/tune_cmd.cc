@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "base/progress.h"
 #include "driver/cli/command.h"
 #include "front/onnx/onnx_import.h"
@@ -31,7 +32,7 @@ namespace {
 void write_file(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary);
   f << text;
-  if (!f.flush()) throw std::runtime_error("cannot write " + p.string());
+  if (!f.flush()) throw base::Error(base::ErrorKind::Failed, "cannot write " + p.string());
 }
 
 RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements in the loop", [](CLI::App& sub) {
@@ -64,10 +65,13 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
                "at most one every few seconds, with elapsed time and ETA, and a final line)");
   return [o]() -> int {
     auto ps = onnx_import::read_programs_any(o->file);
-    if (ps.size() != 1) throw std::runtime_error(fmt::format("{} holds {} programs; tune takes one", o->file, ps.size()));
+    if (ps.size() != 1)
+      throw base::Error(base::ErrorKind::Invalid,
+                        fmt::format("{} holds {} programs; tune takes one", o->file, ps.size()));
     std::error_code ec;
     fs::create_directories(o->out, ec);
-    if (ec || !fs::is_directory(o->out)) throw std::runtime_error("cannot create output folder " + o->out);
+    if (ec || !fs::is_directory(o->out))
+      throw base::Error(base::ErrorKind::Failed, "cannot create output folder " + o->out);
     tune::TuneOptions t;
     t.trials = o->trials;
     t.time_limit_s = o->time_limit;

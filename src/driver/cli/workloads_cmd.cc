@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "driver/cli/command.h"
 #include "ir/interp/inputs.h"
 #include "ir/leir/program_io.h"
@@ -28,13 +29,16 @@ using workloads::SizeClass;
 
 SizeClass size_or_throw(const std::string& s) {
   auto size = workloads::parse_size_class(s);
-  if (!size) throw std::invalid_argument("unknown size class '" + s + "' (expected tiny, small, default or bench)");
+  if (!size)
+    throw base::Error(base::ErrorKind::BadRequest,
+                      "unknown size class '" + s + "' (expected tiny, small, default or bench)");
   return *size;
 }
 
 const workloads::Workload& workload_or_throw(const std::string& name) {
   const auto* w = workloads::find_workload(name);
-  if (!w) throw std::invalid_argument("unknown workload '" + name + "' (see `steptp workloads list`)");
+  if (!w)
+    throw base::Error(base::ErrorKind::BadRequest, "unknown workload '" + name + "' (see `steptp workloads list`)");
   return *w;
 }
 
@@ -71,14 +75,14 @@ workloads::HyperValues parse_sets(const std::vector<std::string>& sets) {
   for (const auto& s : sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--set expects NAME=INTEGER, got '" + s + "'");
+      throw base::Error(base::ErrorKind::BadRequest, "--set expects NAME=INTEGER, got '" + s + "'");
     try {
       size_t used = 0;
       int64_t v = std::stoll(s.substr(eq + 1), &used);
-      if (used != s.size() - eq - 1) throw std::invalid_argument("trailing text");
+      if (used != s.size() - eq - 1) throw base::Error(base::ErrorKind::BadRequest, "trailing text");
       hv[s.substr(0, eq)] = v;
     } catch (const std::exception&) {
-      throw std::invalid_argument("--set expects NAME=INTEGER, got '" + s + "'");
+      throw base::Error(base::ErrorKind::BadRequest, "--set expects NAME=INTEGER, got '" + s + "'");
     }
   }
   return hv;
@@ -138,9 +142,9 @@ RegisterCommand workloads_cmd{{"workloads", "the built-in workload suite: list, 
       SizeClass s = size_or_throw(*sample_size);
       auto records = workloads::sample_composite_records(*count, *sample_seed, s);
       std::ofstream f(*out, std::ios::binary);
-      if (!f) throw std::invalid_argument("cannot write '" + *out + "'");
+      if (!f) throw base::Error(base::ErrorKind::Failed, "cannot write '" + *out + "'");
       for (const auto& r : records) f << workloads::composite_to_json(r).dump() << "\n";
-      if (!f.flush()) throw std::invalid_argument("cannot write '" + *out + "'");
+      if (!f.flush()) throw base::Error(base::ErrorKind::Failed, "cannot write '" + *out + "'");
       return 0;
     }
     if (list->parsed()) {
@@ -156,14 +160,14 @@ RegisterCommand workloads_cmd{{"workloads", "the built-in workload suite: list, 
     }
     if (emit->parsed()) {
       if (*format != "json" && *format != "leir")
-        throw std::invalid_argument("unknown format '" + *format + "' (expected json or leir)");
+        throw base::Error(base::ErrorKind::BadRequest, "unknown format '" + *format + "' (expected json or leir)");
       const auto& w = workload_or_throw(*name);
       SizeClass s = size_or_throw(*size);
       auto hv = workloads::sample_hyper(w, *seed, s, parse_sets(*sets));
       leir::Program p = workloads::emit(w, hv);
       if (*f32) p = workloads::to_f32(p);
       if (*with_reference) {
-        if (*format != "json") throw std::invalid_argument("--with-reference needs --format json");
+        if (*format != "json") throw base::Error(base::ErrorKind::BadRequest, "--with-reference needs --format json");
         std::cout << reference_json(w, hv, p, *seed).dump() << "\n";
         return 0;
       }

@@ -11,7 +11,7 @@
 
 namespace steptp::mpi {
 
-// Throws std::runtime_error when started by a multi-rank launcher but built without MPI.
+// Throws base::Error (Failed) when started by a multi-rank launcher but built without MPI.
 // MPI_Init happens here and MPI_Finalize when the cluster is destroyed.
 std::unique_ptr<dataset::Cluster> join_cluster();
 

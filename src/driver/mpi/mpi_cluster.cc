@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "base/error.h"
 #include "driver/mpi/launch.h"
 
 namespace steptp::mpi {
@@ -25,11 +26,11 @@ namespace {
 constexpr int kCountTag = 1, kItemTag = 2;
 
 void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
+  if (rc != MPI_SUCCESS) throw base::Error(base::ErrorKind::Failed, std::string("MPI: ") + what + " failed");
 }
 
 int int_size(size_t n) {
-  if (n > size_t(INT_MAX)) throw std::runtime_error("MPI: a message over 2 GiB");
+  if (n > size_t(INT_MAX)) throw base::Error(base::ErrorKind::Failed, "MPI: a message over 2 GiB");
   return int(n);
 }
 

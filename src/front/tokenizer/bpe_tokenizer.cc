@@ -27,6 +27,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace steptp::tokenizer {
 namespace {
 
@@ -161,7 +163,7 @@ struct BpeTokenizer::Impl {
   }
 
   [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(fmt::format("tokenizer {}: {}", path, why));
+    throw base::Error(base::ErrorKind::Invalid, fmt::format("tokenizer {}: {}", path, why));
   }
 
   void parse(const json& j);
@@ -326,14 +328,14 @@ std::string BpeTokenizer::Impl::normalize(std::string_view seg) const {
   if (!nfc) return std::string(seg);
   UErrorCode st = U_ZERO_ERROR;
   const icu::Normalizer2* n2 = icu::Normalizer2::getNFCInstance(st);
-  if (U_FAILURE(st)) throw std::runtime_error(std::string("ICU NFC unavailable: ") + u_errorName(st));
+  if (U_FAILURE(st)) throw base::Error(base::ErrorKind::Failed, std::string("ICU NFC unavailable: ") + u_errorName(st));
   const icu::StringPiece sp(seg.data(), static_cast<int32_t>(seg.size()));
   if (n2->isNormalizedUTF8(sp, st) && U_SUCCESS(st)) return std::string(seg);
   st = U_ZERO_ERROR;
   std::string out;
   icu::StringByteSink<std::string> sink(&out, static_cast<int32_t>(seg.size()));
   n2->normalizeUTF8(0, sp, sink, nullptr, st);
-  if (U_FAILURE(st)) throw std::runtime_error(std::string("ICU NFC failed: ") + u_errorName(st));
+  if (U_FAILURE(st)) throw base::Error(base::ErrorKind::Failed, std::string("ICU NFC failed: ") + u_errorName(st));
   return out;
 }
 
@@ -352,7 +354,7 @@ void BpeTokenizer::Impl::pre_tokenize(const std::string& text, Emit&& emit) cons
     // Text is valid UTF-8 (to_valid_utf8 + ICU output), so skip the check.
     const int rc = pcre2_match(re, subj, n, off, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) throw std::runtime_error("pcre2_match failed: " + pcre2_message(rc));
+    if (rc < 0) throw base::Error(base::ErrorKind::Failed, "pcre2_match failed: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t s = ov[0], e = ov[1];
     if (s > last) emit(std::string_view(text).substr(last, s - last));  // Isolated: gaps are pieces too

@@ -17,7 +17,7 @@ namespace steptp::tokenizer {
 
 class BpeTokenizer {
  public:
-  // Parses a Hugging Face tokenizer.json. Throws std::runtime_error with the
+  // Parses a Hugging Face tokenizer.json. Throws base::Error (Invalid) with the
   // path and the reason when the file is missing, malformed, or uses a
   // normalizer / pre-tokenizer / model this class does not implement.
   static BpeTokenizer load(const std::string& tokenizer_json_path);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "ir/interp/inputs.h"
 #include "ir/leir/program_io.h"
 #include "front/workloads/level2_chain.h"
@@ -404,7 +405,7 @@ Composite make_one(uint64_t seed, int index, SizeClass size) {
 }  // namespace
 
 std::vector<Composite> sample_composite_records(int count, uint64_t seed, SizeClass size) {
-  if (count < 0) throw std::invalid_argument("composite count must be >= 0");
+  if (count < 0) throw base::Error(base::ErrorKind::BadRequest, "composite count must be >= 0");
   std::vector<Composite> out;
   out.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) out.push_back(make_one(seed, i, size));

@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "base/error.h"
+
 namespace steptp::workloads::chain {
 namespace {
 
@@ -22,7 +24,7 @@ std::string join(const std::vector<std::string>& v) {
 std::vector<std::string> all_vars(const Value& v) { return loop_vars(v.rank()); }
 
 void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("chain: " + what);
+  if (!ok) throw base::Error(base::ErrorKind::BadRequest, "chain: " + what);
 }
 
 // Subscripts of `v` read inside a nest over `out` (same rank): size-1 dims broadcast as 0.
@@ -92,7 +94,7 @@ std::string py_combine(ScalarOp op, const std::string& a, const std::string& b) 
 
 Hp hp(const HyperValues& hv, const std::string& name) {
   auto it = hv.find(name);
-  if (it == hv.end()) throw std::invalid_argument("missing hyper-parameter '" + name + "'");
+  if (it == hv.end()) throw base::Error(base::ErrorKind::BadRequest, "missing hyper-parameter '" + name + "'");
   return Hp(it->second, "hp[\"" + name + "\"]");
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "front/workloads/level2_chain.h"
 #include "front/workloads/workload.h"
 
@@ -589,7 +590,8 @@ RegisterLevel2 reg_level2;
 namespace chain {
 std::string level2_reference(std::string_view workload, const HyperValues& hv) {
   auto it = bodies().find(workload);
-  if (it == bodies().end()) throw std::invalid_argument("not a level-2 workload: " + std::string(workload));
+  if (it == bodies().end())
+    throw base::Error(base::ErrorKind::BadRequest, "not a level-2 workload: " + std::string(workload));
   Chain c;
   Value out = it->second(c, hv);
   return c.python(out);

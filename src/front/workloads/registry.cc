@@ -5,6 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "ir/leir/ir_mutator.h"
 #include "front/workloads/bench_size.h"
@@ -100,10 +101,12 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
     auto it = std::find_if(w.params.begin(), w.params.end(),
                            [&](const HyperParam& p) { return p.name == name; });
     if (it == w.params.end())
-      throw std::invalid_argument(fmt::format("workload {} has no hyper-parameter '{}'", w.name, name));
+      throw base::Error(base::ErrorKind::BadRequest,
+                        fmt::format("workload {} has no hyper-parameter '{}'", w.name, name));
     if (value < it->lo || value > it->hi)
-      throw std::invalid_argument(fmt::format("{}: hyper-parameter '{}' = {} is outside its range [{}, {}]",
-                                              w.name, name, value, it->lo, it->hi));
+      throw base::Error(base::ErrorKind::BadRequest,
+                        fmt::format("{}: hyper-parameter '{}' = {} is outside its range [{}, {}]", w.name, name, value,
+                                    it->lo, it->hi));
   }
   // The workload's name mixed into its seed: one seed gives unrelated draws per workload.
   interp::Rng rng(seed * 0x9E3779B97F4A7C15ull ^ base::fnv1a(w.name, base::kProgramHashBasis));
@@ -126,13 +129,13 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size, const
     if (last_error.empty() && size == SizeClass::Bench) last_error = bench_window_miss(w.build(hv), window);
     if (last_error.empty()) return hv;
   }
-  throw std::invalid_argument(fmt::format("{}: no {} hyper-parameters satisfy the constraints ({})",
-                                          w.name, to_string(size), last_error));
+  throw base::Error(base::ErrorKind::BadRequest, fmt::format("{}: no {} hyper-parameters satisfy the constraints ({})",
+                                                             w.name, to_string(size), last_error));
 }
 
 leir::Program emit(const Workload& w, const HyperValues& hv) {
   std::string err = check_hyper(w, hv);
-  if (!err.empty()) throw std::invalid_argument(w.name + ": " + err);
+  if (!err.empty()) throw base::Error(base::ErrorKind::BadRequest, w.name + ": " + err);
   leir::Program p = w.build(hv);
   p.name = w.name;
   return p;

@@ -72,7 +72,7 @@ const std::vector<Workload>& all_workloads();
 const Workload* find_workload(std::string_view name);
 
 // Hyper-parameter values for a size class: `fixed` values are kept, the others drawn from `seed`
-// until every range and constraint holds. Throws std::invalid_argument naming the parameter or
+// until every range and constraint holds. Throws base::Error (BadRequest) naming the parameter or
 // constraint when `fixed` is out of range or the constraints cannot be met.
 // `bench_doublings` (bench class only) moves the work window up by that many factors of two.
 HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size,
@@ -80,7 +80,7 @@ HyperValues sample_hyper(const Workload& w, uint64_t seed, SizeClass size,
 // Checks ranges and constraints; returns an empty string when valid, else what is violated.
 std::string check_hyper(const Workload& w, const HyperValues& hv);
 
-// Builds with explicit values (validated; throws std::invalid_argument). Program name = w.name.
+// Builds with explicit values (validated; throws base::Error, BadRequest). Program name = w.name.
 leir::Program emit(const Workload& w, const HyperValues& hv);
 // Convenience: sample + build with a seed. Same (name, seed, size) ⇒ byte-identical program.
 leir::Program emit(const Workload& w, uint64_t seed, SizeClass size, int bench_doublings = 0);

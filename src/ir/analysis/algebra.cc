@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "ir/leir/printer.h"
 
 namespace steptp::analysis {
@@ -467,8 +468,9 @@ class Printer {
     }
     if (GiNaC::is_a<GiNaC::symbol>(e)) {
       ExprPtr a = session_.atom_expr(e);
-      if (!a) throw std::runtime_error("algebra: symbol " + GiNaC::ex_to<GiNaC::symbol>(e).get_name() +
-                                       " has no LEIR meaning");
+      if (!a)
+        throw base::Error(base::ErrorKind::Failed,
+                          "algebra: symbol " + GiNaC::ex_to<GiNaC::symbol>(e).get_name() + " has no LEIR meaning");
       return {false, a};
     }
     if (GiNaC::is_a<GiNaC::add>(e)) return {false, sum(e)};
@@ -479,7 +481,7 @@ class Printer {
       return {false, leir::make_call(Func::Log, {expr(e.op(0))})};
     std::ostringstream os;
     os << e;
-    throw std::runtime_error("algebra: cannot express " + os.str() + " in LEIR");
+    throw base::Error(base::ErrorKind::Failed, "algebra: cannot express " + os.str() + " in LEIR");
   }
 
   ExprPtr sum(const ex& e) const {

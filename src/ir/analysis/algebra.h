@@ -53,7 +53,7 @@ class AlgebraSession {
   // LEIR -> GiNaC. Throws std::runtime_error only on inputs GiNaC itself rejects (e.g. a
   // literal division by zero is kept opaque instead, so in practice it does not throw).
   GiNaC::ex to_ginac(const leir::ExprPtr& e);
-  // GiNaC -> LEIR. Throws std::runtime_error on a construct LEIR cannot express (a symbol of
+  // GiNaC -> LEIR. Throws base::Error (Failed) on a construct LEIR cannot express (a symbol of
   // another session, a GiNaC constant such as Pi).
   leir::ExprPtr to_leir(const GiNaC::ex& e) const;
 

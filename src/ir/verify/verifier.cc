@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "ir/interp/inputs.h"
 #include "ir/interp/interpreter.h"
 #include "ir/leir/diagnostic.h"
@@ -307,7 +308,7 @@ double from_number(const nlohmann::json& v) {
   const std::string t = v.get<std::string>();
   if (t == "nan") return std::nan("");
   if (t == "inf" || t == "-inf") return t == "inf" ? INFINITY : -INFINITY;
-  throw std::invalid_argument("verification report: not a number: " + t);
+  throw base::Error(base::ErrorKind::Invalid, "verification report: not a number: " + t);
 }
 }  // namespace
 
@@ -337,7 +338,7 @@ VerifyReport report_from_json(const std::string& text) {
     bool known = false;
     for (Verdict v : {Verdict::Exact, Verdict::Reassoc, Verdict::Failed, Verdict::Inconclusive})
       if (to_string(v) == cls) r.verdict = v, known = true;
-    if (!known) throw std::invalid_argument("unknown class " + cls);
+    if (!known) throw base::Error(base::ErrorKind::Invalid, "unknown class " + cls);
     r.trials = j.at("trials").get<int>();
     r.evidential = j.at("evidential").get<int>();
     r.finite_share = from_number(j.at("finite_share"));
@@ -347,7 +348,7 @@ VerifyReport report_from_json(const std::string& text) {
                       from_number(w.at("abs_err")),     from_number(w.at("rel_err")),
                       w.at("trial").get<int>(),         w.at("seed").get<uint64_t>()};
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("verification report: ") + e.what());
+    throw base::Error(base::ErrorKind::Invalid, std::string("verification report: ") + e.what());
   }
   return r;
 }

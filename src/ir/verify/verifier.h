@@ -114,7 +114,7 @@ std::string signature_difference(const leir::Program& a, const leir::Program& b)
 // `error` is not part of it (the CLI prints it on stderr).
 std::string to_json(const VerifyReport& r);
 // The inverse of to_json (a stored verdict read back; `error` and `invalid_reference`, which
-// to_json leaves out, stay empty). Throws std::invalid_argument on a malformed object.
+// to_json leaves out, stay empty). Throws base::Error (Invalid) on a malformed object.
 VerifyReport report_from_json(const std::string& text);
 
 }  // namespace steptp::verify

@@ -10,6 +10,7 @@
 #include "ir/analysis/affine.h"
 #include "lower/accumulation.h"
 #include "lower/c_expr.h"
+#include "lower/rejection.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/identifiers.h"
 #include "ir/leir/ir_mutator.h"
@@ -24,7 +25,6 @@ using leir::Expr;
 using leir::ExprKind;
 using leir::ExprPtr;
 using leir::Func;
-using leir::LeirError;
 using leir::LoopKind;
 
 DType cpu_storage_dtype(DType d, bool all_f64) {
@@ -361,7 +361,7 @@ class Emitter : public CExprEmitter {
   }
 
   [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
-    throw LeirError(p_.file, loc, "cpu backend: " + msg);
+    throw TargetRejection(p_.file, loc, "cpu backend: ", msg);
   }
 
   DType storage(const std::string& tensor) const {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "lower/cpu/codegen.h"
 
@@ -139,7 +140,8 @@ int64_t default_cache_max_bytes() {
   char* end = nullptr;
   const long long mib = std::strtoll(env, &end, 10);
   if (*end != '\0' || mib < 0)
-    throw std::invalid_argument(fmt::format("STEPTP_CACHE_MAX_MB must be a whole number of MiB (0: no cap), not '{}'", env));
+    throw base::Error(base::ErrorKind::Failed,
+                      fmt::format("STEPTP_CACHE_MAX_MB must be a whole number of MiB (0: no cap), not '{}'", env));
   return int64_t(mib) << 20;
 }
 
@@ -470,8 +472,10 @@ bool avx2_kernels() {
   const char* env = std::getenv("STEPTP_ISA");
   const std::string_view isa = env ? env : "";
   if (isa.empty() || isa == "native") return false;
-  if (isa != "avx2") throw std::runtime_error(fmt::format("STEPTP_ISA={}: expected native or avx2", isa));
-  if (!__builtin_cpu_supports("avx2")) throw std::runtime_error("STEPTP_ISA=avx2: this CPU has no AVX2");
+  if (isa != "avx2")
+    throw base::Error(base::ErrorKind::Failed, fmt::format("STEPTP_ISA={}: expected native or avx2", isa));
+  if (!__builtin_cpu_supports("avx2"))
+    throw base::Error(base::ErrorKind::Failed, "STEPTP_ISA=avx2: this CPU has no AVX2");
   return true;
 }
 

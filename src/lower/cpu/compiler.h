@@ -141,7 +141,7 @@ class KernelCompiler {
 // runs on AVX-512 CPUs), so that the tuner derives and times an AVX2 machine's schedules here
 // (search/tune/machine.h reads the same variable); unset or "native": -march=native as it is.
 KernelCompiler& default_compiler();
-// Whether $STEPTP_ISA asks for AVX2 kernels. Throws std::runtime_error for a value other than
+// Whether $STEPTP_ISA asks for AVX2 kernels. Throws base::Error (Failed) for a value other than
 // "native" or "avx2", and for avx2 on a CPU without it.
 bool avx2_kernels();
 

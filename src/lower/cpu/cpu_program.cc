@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "ir/leir/diagnostic.h"
 
 namespace steptp::backend::cpu {
@@ -140,7 +141,8 @@ KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params) {
   bytes_ = std::max<size_t>(bytes_, 64);
   base_ = mapping_pool().take(bytes_);
   if (!base_) base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (base_ == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes of kernel buffers", bytes_));
+  if (base_ == MAP_FAILED)
+    throw base::Error(base::ErrorKind::Failed, fmt::format("cannot map {} bytes of kernel buffers", bytes_));
   for (size_t off : offsets) ptrs_.push_back(static_cast<char*>(base_) + off);
 }
 
@@ -221,7 +223,8 @@ int CpuProgram::call(void* const* args) const {
 
 void CpuProgram::run(KernelBuffers& b) const {
   if (call(b.args()) != 0)
-    throw std::runtime_error(fmt::format("{}: out of memory allocating intermediates", program_.name));
+    throw base::Error(base::ErrorKind::Failed,
+                      fmt::format("{}: out of memory allocating intermediates", program_.name));
 }
 
 leir::TensorMap CpuProgram::outputs(const KernelBuffers& b) const {
@@ -292,7 +295,7 @@ std::shared_ptr<const CpuProgram> build_cpu_program(const leir::Program& p, cons
                                                     KernelCompiler* compiler) {
   auto src = generate_cpu_kernel(p, o);  // lowering errors surface as LeirError
   auto r = build_cpu_programs({p}, o, compiler);
-  if (!r[0].program) throw std::runtime_error(r[0].error);
+  if (!r[0].program) throw base::Error(base::ErrorKind::Failed, r[0].error);
   return r[0].program;
 }
 

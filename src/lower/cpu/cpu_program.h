@@ -50,7 +50,7 @@ class CpuProgram {
   // as in the interpreter. Throws leir::LeirError naming the tensor on a missing or
   // mis-shaped value.
   std::unique_ptr<KernelBuffers> bind(const leir::TensorMap& inputs) const;
-  // Runs the kernel in this process on bound buffers (throws std::runtime_error on failure).
+  // Runs the kernel in this process on bound buffers (throws base::Error (Failed) on failure).
   void run(KernelBuffers& b) const;
   // The driver on the known tensors' buffers (KernelBuffers::args order): takes the workspace,
   // zeroes the set flags, calls the pieces in order. 0, or 1 when the workspace could not be
@@ -87,7 +87,7 @@ struct CpuBuildResult {
 std::vector<CpuBuildResult> build_cpu_programs(const std::vector<leir::Program>& programs,
                                                const CpuCodegenOptions& o = {},
                                                KernelCompiler* compiler = nullptr);
-// One program; throws leir::LeirError (lowering) or std::runtime_error (compiler).
+// One program; throws leir::LeirError (lowering) or base::Error (Failed: compiler).
 std::shared_ptr<const CpuProgram> build_cpu_program(const leir::Program& p, const CpuCodegenOptions& o = {},
                                                     KernelCompiler* compiler = nullptr);
 

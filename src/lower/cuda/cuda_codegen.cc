@@ -11,6 +11,7 @@
 #include "lower/accumulation.h"
 #include "lower/c_expr.h"
 #include "lower/cpu/codegen.h"
+#include "lower/rejection.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/identifiers.h"
 #include "ir/leir/ir_mutator.h"
@@ -164,7 +165,7 @@ class Emitter : public CExprEmitter {
 
  private:
   [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
-    throw leir::LeirError(p_.file, loc, "cuda target rejects the program: " + msg);
+    throw TargetRejection(p_.file, loc, "cuda target rejects the program: ", msg);
   }
   DType storage(const std::string& t) const { return cpu::cpu_storage_dtype(table_.at(t).dtype, false); }
   std::string ctype(const std::string& t) const { return std::string(cpu::cpu_ctype(storage(t))); }

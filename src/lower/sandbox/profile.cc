@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "lower/sandbox/seccomp_filter.h"
 
 namespace steptp::backend::sandbox {
@@ -125,11 +126,11 @@ bool kernel_profile_for_children() { return g_kernel_profile; }
 
 std::string make_job_dir(const std::string& parent, uid_t uid, gid_t gid) {
   std::string tmpl = parent + "/job-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error(errno_text("cannot create a job directory"));
+  if (!mkdtemp(tmpl.data())) throw base::Error(base::ErrorKind::Failed, errno_text("cannot create a job directory"));
   if (geteuid() == 0 && chown(tmpl.c_str(), uid, gid) != 0) {
     std::string err = errno_text("cannot hand the job directory to the sandbox user");
     rmdir(tmpl.c_str());
-    throw std::runtime_error(err);
+    throw base::Error(base::ErrorKind::Failed, err);
   }
   return tmpl;
 }

@@ -55,7 +55,7 @@ void set_kernel_profile_for_children(bool on);
 bool kernel_profile_for_children();
 
 // A fresh private directory under `parent` with an unpredictable name (mkdtemp), 0700, owned by
-// uid:gid when this process may chown (root). Throws std::runtime_error.
+// uid:gid when this process may chown (root). Throws base::Error (Failed).
 std::string make_job_dir(const std::string& parent, uid_t uid, gid_t gid);
 
 }  // namespace steptp::backend::sandbox

@@ -8,6 +8,7 @@
 
 #include "lower/accumulation.h"
 #include "lower/index_expr.h"
+#include "lower/rejection.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/identifiers.h"
 #include "ir/leir/ir_mutator.h"
@@ -95,7 +96,7 @@ struct Emitter {
       : p(prog), o(opts), table(leir::build_tensor_table(prog)), plan(plan_inits(prog, table)) {}
 
   [[noreturn]] void fail(leir::SourceLoc loc, const std::string& msg) const {
-    throw leir::LeirError(p.file, loc, "tir target: " + msg);
+    throw TargetRejection(p.file, loc, "tir target: ", msg);
   }
 
   void line(const std::string& s) {

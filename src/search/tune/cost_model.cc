@@ -9,11 +9,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
+
 namespace steptp::tune {
 namespace {
 
 void check(int rc) {
-  if (rc != 0) throw std::runtime_error(std::string("xgboost: ") + XGBGetLastError());
+  if (rc != 0) throw base::Error(base::ErrorKind::Failed, std::string("xgboost: ") + XGBGetLastError());
 }
 
 // Owns a DMatrix built from rows of features.

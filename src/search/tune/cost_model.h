@@ -24,7 +24,7 @@ class CostModel {
   CostModel& operator=(const CostModel&) = delete;
 
   // Replaces the model by one trained on (features, measured log2 speedup over the root).
-  // Fewer than kMinTrainingSamples: back to the prior. Throws std::runtime_error on an XGBoost error.
+  // Fewer than kMinTrainingSamples: back to the prior. Throws base::Error (Failed) on an XGBoost error.
   void train(const std::vector<Features>& x, const std::vector<double>& log2_speedup);
   // Predicted log2 speedup over the root (higher is better).
   std::vector<double> predict(const std::vector<Features>& x) const;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
 #include "lower/cpu/compiler.h"
 #include "base/sqlite.h"
 
@@ -50,7 +51,7 @@ void MeasurementStore::put_all(const std::vector<std::pair<std::string, json>>& 
       std::string m = sqlite3_errmsg(db_);
       sqlite3_finalize(st);
       exec(db_, "ROLLBACK");
-      throw std::runtime_error("measurement store write: " + m);
+      throw base::Error(base::ErrorKind::Failed, "measurement store write: " + m);
     }
   }
   sqlite3_finalize(st);

@@ -23,7 +23,7 @@ namespace steptp::tune {
 
 class MeasurementStore {
  public:
-  explicit MeasurementStore(const std::string& path);  // throws std::runtime_error
+  explicit MeasurementStore(const std::string& path);  // throws base::Error (Failed)
   ~MeasurementStore();
   MeasurementStore(const MeasurementStore&) = delete;
   MeasurementStore& operator=(const MeasurementStore&) = delete;

@@ -1,5 +1,9 @@
 #include "search/tune/facts.h"
 
+#include <string_view>
+
+#include "base/error.h"
+
 namespace steptp::tune {
 namespace {
 
@@ -13,11 +17,31 @@ backend::TimingStats stats_from(const json& j) {
           j.at("cv").get<double>(), j.at("repeats").get<int>()};
 }
 
+// Stores written before comparisons recorded their MeasureFailure hold only the runner's message:
+// the kind it implies (the runner's message forms; "compile: ..." and "fork failed" were the two
+// that consumers told apart). Applied once, when such an entry is read; never written back.
+MeasureFailure failure_of_legacy_entry(const std::string& error) {
+  auto starts = [&](std::string_view p) { return error.rfind(p, 0) == 0; };
+  if (starts("compile:")) return MeasureFailure::Compile;
+  if (error == "fork failed") return MeasureFailure::Infrastructure;
+  if (starts("timed out after")) return MeasureFailure::Timeout;
+  if (starts("crashed (") || starts("measuring child exited")) return MeasureFailure::Crash;
+  return MeasureFailure::Run;
+}
+
 PairResult pair_from_json(const json& v) {
   PairResult r;
   r.ok = v.at("ok").get<bool>();
   if (!r.ok) {
     r.error = v.value("error", "");
+    if (!v.contains("failure")) {
+      r.failure = failure_of_legacy_entry(r.error);
+    } else if (auto f = measure_failure_from(v["failure"].get<std::string>())) {
+      r.failure = *f;
+    } else {
+      throw base::Error(base::ErrorKind::Invalid,
+                        "measurement store: unknown failure kind '" + v["failure"].get<std::string>() + "'");
+    }
     return r;
   }
   r.cmp.a = stats_from(v.at("a"));
@@ -66,7 +90,7 @@ std::vector<PairResult> Comparer::compare(const std::vector<std::pair<Subject, S
   for (size_t m = 0; m < todo.size(); ++m) {
     const auto& pr = measured[m];
     json v = pr.ok ? json{{"ok", true}, {"a", stats_json(pr.cmp.a)}, {"b", stats_json(pr.cmp.b)}}
-                   : json{{"ok", false}, {"error", pr.error}};
+                   : json{{"ok", false}, {"failure", std::string(to_string(pr.failure))}, {"error", pr.error}};
     entries.push_back({keys[todo_idx[m]], v});
   }
   store_.put_all(entries);

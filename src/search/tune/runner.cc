@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "lower/cpu/compiler.h"
 #include "lower/cpu/cpu_program.h"
 #include "lower/cpu/sandbox.h"
@@ -38,7 +39,8 @@ double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::n
 // ---- sandboxed timing ----
 // One comparison's result, written by the measuring child into shared memory.
 struct Slot {
-  int32_t status;  // 0 pending, 1 ok, 2 failed
+  int32_t status;   // 0 pending, 1 ok, 2 failed
+  int32_t failure;  // MeasureFailure, when failed
   int32_t repeats_a, repeats_b;
   double a[4], b[4];  // median, min, max, cv
   char message[160];
@@ -48,8 +50,10 @@ struct Shared {
   Slot slots[1];
 };
 
-void set_message(Slot& s, const std::string& m) {
+void set_failed(Slot& s, MeasureFailure f, const std::string& m) {
   std::snprintf(s.message, sizeof s.message, "%s", m.c_str());
+  s.failure = int32_t(f);
+  s.status = 2;
 }
 
 void put_stats(double* d, const backend::TimingStats& t) {
@@ -129,10 +133,7 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
     if (it == bound.end()) it = bound.emplace(i, progs[size_t(i)]->bind(*inputs[size_t(i)])).first;
     return *it->second;
   };
-  auto fail = [&](size_t k, const std::string& why) {
-    set_message(sh->slots[k], "run: " + why);
-    sh->slots[k].status = 2;
-  };
+  auto fail = [&](size_t k, const std::string& why) { set_failed(sh->slots[k], MeasureFailure::Run, "run: " + why); };
   auto put = [&](size_t k, const backend::Comparison& c) {
     Slot& s = sh->slots[k];
     put_stats(s.a, c.a);
@@ -150,8 +151,8 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
         runnable.push_back(k);
         continue;
       }
-      set_message(sh->slots[k], "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
-      sh->slots[k].status = 2;
+      set_failed(sh->slots[k], MeasureFailure::Compile,
+                 "compile: " + build_errors[size_t(progs[size_t(ia)] ? ib : ia)]);
     }
     if (runnable.empty()) continue;
     const int ia = pairs[runnable[0]].first;
@@ -239,7 +240,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   auto tm = Clock::now();
   size_t bytes = sizeof(Shared) + sizeof(Slot) * pairs.size();
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) throw std::runtime_error("cannot map measurement results");
+  if (mem == MAP_FAILED) throw base::Error(base::ErrorKind::Failed, "cannot map measurement results");
   std::memset(mem, 0, bytes);
   Shared* sh = static_cast<Shared*>(mem);
   TimedSection timed(mo.threads);
@@ -254,7 +255,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
         int64_t{4} << 30, [&] { child_main(sh, start, groups, pairs, progs, errors, mo, inputs, prebound); });
     if (pid < 0) {
       for (size_t g = start; g < groups.size(); ++g)
-        for (size_t k : groups[g]) set_message(sh->slots[k], kForkFailed), sh->slots[k].status = 2;
+        for (size_t k : groups[g]) set_failed(sh->slots[k], MeasureFailure::Infrastructure, "fork failed");
       break;
     }
     // Watchdog per session (pair_timeout_s per pair in it): the child advances `current` as it
@@ -283,8 +284,7 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
                           : WIFSIGNALED(status) ? fmt::format("crashed ({})", strsignal(WTERMSIG(status)))
                                                 : fmt::format("measuring child exited with status {}",
                                                               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        set_message(sh->slots[left[0]], why);
-        sh->slots[left[0]].status = 2;
+        set_failed(sh->slots[left[0]], timed_out ? MeasureFailure::Timeout : MeasureFailure::Crash, why);
         st.crashed++;
       }
     }
@@ -300,6 +300,8 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
     PairResult& r = out[k];
     r.ok = s.status == 1;
     if (!r.ok) {
+      // Still pending: the measuring child ended without reaching it.
+      r.failure = s.status == 2 ? MeasureFailure(s.failure) : MeasureFailure::Crash;
       r.error = s.message[0] ? s.message : "not measured";
       continue;
     }
@@ -315,6 +317,26 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   }
   st.measure_s += secs(tm);
   return out;
+}
+
+namespace {
+constexpr std::pair<MeasureFailure, std::string_view> kMeasureFailureNames[] = {
+    {MeasureFailure::None, "none"},       {MeasureFailure::Compile, "compile"},
+    {MeasureFailure::Run, "run"},         {MeasureFailure::Crash, "crash"},
+    {MeasureFailure::Timeout, "timeout"}, {MeasureFailure::Infrastructure, "infrastructure"},
+};
+}  // namespace
+
+std::string_view to_string(MeasureFailure f) {
+  for (const auto& [k, name] : kMeasureFailureNames)
+    if (k == f) return name;
+  return "none";
+}
+
+std::optional<MeasureFailure> measure_failure_from(std::string_view s) {
+  for (const auto& [k, name] : kMeasureFailureNames)
+    if (name == s) return k;
+  return std::nullopt;
 }
 
 bool clears_noise(const backend::Comparison& c) {

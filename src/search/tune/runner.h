@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,9 +31,23 @@
 
 namespace steptp::tune {
 
+// Why a comparison did not run: recorded with it (the measurement store keeps it beside the
+// message), so consumers decide by the kind, never by the message's text.
+enum class MeasureFailure : uint8_t {
+  None,
+  Compile,         // a program did not compile
+  Run,             // a program could not be bound or its run threw (e.g. out of memory for intermediates)
+  Crash,           // the measuring child died on the comparison (a signal or an exit status)
+  Timeout,         // the comparison took longer than its timeout (a hang)
+  Infrastructure,  // the measuring child could not be started: not the programs' fault
+};
+std::string_view to_string(MeasureFailure f);  // "none", "compile", "run", "crash", "timeout", "infrastructure"
+std::optional<MeasureFailure> measure_failure_from(std::string_view s);
+
 // Result of timing B against A (a = A's times, b = B's; speedup = median A / median B).
 struct PairResult {
   bool ok = false;
+  MeasureFailure failure = MeasureFailure::None;  // why not ok
   std::string error;
   backend::Comparison cmp;
 };
@@ -46,11 +61,10 @@ struct PairMeasureStats {
 // B) in a sandboxed child, holding the timing lock: the pairs with the same A in sessions of up
 // to 8 (backend::compare_group); a session whose child dies is timed again pair by pair. Inputs come from
 // interp::generate_inputs with `input_seed`. Never throws for a bad program: its pairs fail with
-// a message (kForkFailed when the measuring child could not be started: not the programs' fault).
+// a MeasureFailure and a message (Infrastructure when the measuring child could not be started).
 // With `outputs`, every program's outputs after its timed runs (its buffers are then bound
 // before the child starts, so the child writes them into shared memory), one map per program:
 // empty for a program no pair ran, meaningful for the programs of pairs that succeeded.
-inline constexpr const char* kForkFailed = "fork failed";
 std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs,
                                       const std::vector<std::pair<int, int>>& pairs,
                                       const backend::MeasureOptions& mo, uint64_t input_seed,

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "search/tune/machine.h"
 
 namespace steptp::tune {
@@ -93,7 +94,7 @@ int acquire(Kind& kind, const std::string& path, int op, const char* what, LockD
     std::lock_guard lock(g_mu);
     kind.depth--;
   }
-  if (!failure.empty()) throw std::runtime_error(failure);
+  if (!failure.empty()) throw base::Error(base::ErrorKind::Failed, failure);
   give_up(what, since);
 }
 
@@ -106,7 +107,9 @@ void release(Kind& kind, int fd) {
 // Creates `path` 0600 or checks that it is a regular file of this user and makes it 0600.
 void make_private_file(const std::string& path, std::optional<unsigned> owner) {
   int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot create the timing lock {}: {}", path, std::strerror(errno)));
+  if (fd < 0)
+    throw base::Error(base::ErrorKind::Failed,
+                      fmt::format("cannot create the timing lock {}: {}", path, std::strerror(errno)));
   struct stat st {};
   std::string problem;
   const uid_t me = geteuid(), want = owner ? uid_t(*owner) : me;
@@ -120,7 +123,8 @@ void make_private_file(const std::string& path, std::optional<unsigned> owner) {
     problem = fmt::format("owned by uid {}, not by uid {}", st.st_uid, want);
   else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) problem = std::strerror(errno);
   close(fd);
-  if (!problem.empty()) throw std::runtime_error(fmt::format("the timing lock {} cannot be private: {}", path, problem));
+  if (!problem.empty())
+    throw base::Error(base::ErrorKind::Failed, fmt::format("the timing lock {} cannot be private: {}", path, problem));
 }
 }  // namespace
 
@@ -143,11 +147,14 @@ void use_private_timing_lock(const std::string& path, std::optional<unsigned> ow
     if (fs::create_directories(dir, ec)) fs::permissions(dir, fs::perms::owner_all, ec);
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0)
-      throw std::runtime_error(fmt::format("cannot use {} for the timing lock: {}", dir.string(), std::strerror(errno)));
+      throw base::Error(base::ErrorKind::Failed,
+                        fmt::format("cannot use {} for the timing lock: {}", dir.string(), std::strerror(errno)));
     // Anyone who may rename entries of the directory could swap the file for one of theirs.
     if ((st.st_uid != geteuid() && st.st_uid != 0) || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)))
-      throw std::runtime_error(fmt::format(
-          "the timing lock's directory {} may be changed by other users; choose a directory of this user", dir.string()));
+      throw base::Error(
+          base::ErrorKind::Failed,
+          fmt::format("the timing lock's directory {} may be changed by other users; choose a directory of this user",
+                      dir.string()));
     make_private_file(path, owner);
     make_private_file(path + ".cpu", owner);
   }

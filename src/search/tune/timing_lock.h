@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
+
 namespace steptp::tune {
 
 std::string timing_lock_path();  // "" when disabled
@@ -29,8 +31,8 @@ std::string timing_lock_path();  // "" when disabled
 // overriding $STEPTP_TIMING_LOCK. The file and its ".cpu" sibling become private: created with
 // mode 0600 (its directory with 0700 when missing), an existing one of this user set to 0600.
 // With `owner` (root only), the files belong to that uid instead: the unprivileged uid that
-// sandboxed serve jobs run as, which must open them (apps/serve/worker.h). Throws std::runtime_error
-// when a file is not a regular file of this user (or `owner`) or when others may replace it (its
+// sandboxed serve jobs run as, which must open them (apps/serve/worker.h). Throws base::Error
+// (Failed) when a file is not a regular file of this user (or `owner`) or when others may replace it (its
 // directory is writable by group or others without the sticky bit).
 void use_private_timing_lock(const std::string& path, std::optional<unsigned> owner = std::nullopt);
 
@@ -42,8 +44,10 @@ LockDeadline deadline_after(double seconds);
 
 // A bounded wait for a lock passed its deadline: another process holds it (a measurement, or
 // someone holding the file).
-struct LockTimeout : std::runtime_error {
-  LockTimeout(const std::string& what, double waited_s) : std::runtime_error(what), waited_s(waited_s) {}
+// The work could not be done (base::ErrorKind::Failed); serve answers it 503 "machine busy" itself.
+struct LockTimeout : base::Error {
+  LockTimeout(const std::string& what, double waited_s)
+      : base::Error(base::ErrorKind::Failed, what), waited_s(waited_s) {}
   double waited_s;
 };
 

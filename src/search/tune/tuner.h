@@ -92,7 +92,7 @@ struct TuneResult {
   double wall_s = 0;
 };
 
-// Throws std::runtime_error (store, XGBoost) and leir::LeirError (invalid root).
+// Throws base::Error (Failed: store, XGBoost) and leir::LeirError (invalid root).
 TuneResult tune(const leir::Program& root, const TuneOptions& o,
                 const std::function<void(const Progress&)>& progress = {});
 
