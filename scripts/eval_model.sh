@@ -5,7 +5,8 @@
 # measured candidates, into OUT/NAME-SEARCH; then bench/optimize_bench.sh runs the `random` and `model` policies
 # with the same search and budget and `steptp tune` at BUDGET trials on the same roots, and prints one table with
 # every run (funnel rates, pass@1, fast_p, geomean/median speedup) and the sample-efficiency curves.
-# MAX_TOKENS (768) caps each answer, MAX_CALLS (4 x BUDGET) the requests per program; MEASURE=model skips timing.
+# MAX_TOKENS (768) caps each answer, MAX_CALLS (4 x BUDGET) the requests per program, TEMPERATURE (0.7) samples the
+# answers; MEASURE=model skips timing.
 set -euo pipefail
 if [ $# -lt 6 ]; then
   echo "usage: scripts/eval_model.sh MANIFEST OUT BUDGET N SEARCH NAME=MODEL_DIR..." >&2
@@ -31,7 +32,7 @@ for spec in "$@"; do
   status=0
   "$STEPTP" optimize "$MANIFEST" --limit "$N" --policy llm --base-url "http://127.0.0.1:$port/v1" --model "$dir" \
     --search "$SEARCH" --measure "$MEASURE" --max-measured "$BUDGET" --max-calls "${MAX_CALLS:-$((4 * BUDGET))}" \
-    --max-tokens "${MAX_TOKENS:-768}" --timeout 600 --depth 4 --proposals 4 --out "$OUT/$name-$SEARCH" --json \
+    --max-tokens "${MAX_TOKENS:-768}" --temperature "${TEMPERATURE:-0.7}" --timeout 600 --depth 4 --proposals 4 --out "$OUT/$name-$SEARCH" --json \
     > "$OUT/$name-$SEARCH.json" || status=$?
   kill -- -"$server" 2> /dev/null || true
   wait "$server" 2> /dev/null || true

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any, Sequence
 
@@ -131,6 +132,20 @@ def record_lengths(rows: Sequence[dict[str, Any]], tok, kind: str) -> list[int]:
     return out
 
 
+THINK = re.compile(r"<think>.*?</think>\s*", re.S)
+
+
+def without_reasoning(row: dict[str, Any]) -> dict[str, Any]:
+    """An SFT record whose completion keeps only the answer: the <think> block is removed, so the chat
+    template frames it as a turn with empty reasoning. For a small model trained from scratch the reasoning
+    (the changed nests before and after, most of a completion's tokens) costs most of the compute before the
+    model can place a single answer (docs/train.md, CPU experiment)."""
+    out = dict(row)
+    out["completion"] = [{**m, "content": THINK.sub("", m["content"])} if m.get("role") == "assistant" else m
+                         for m in row["completion"]]
+    return out
+
+
 def select_records(rows, tok, kind: str, max_length: int, limit: int) -> tuple[list[dict[str, Any]], int]:
     """The records within max_length (0: sized to the longest record), the first `limit` of them (0: all).
     A record is left out rather than truncated: truncation cuts the answer off the end of a completion."""
@@ -236,6 +251,8 @@ def prepare(args, command: str):
     selected records."""
     check_model_dir(args.model)
     rows = read_records(args.data, command)
+    if getattr(args, "drop_reasoning", False):
+        rows = [without_reasoning(r) for r in rows]
     require("torch", "transformers", "trl", "datasets", "accelerate")
     import datasets
     import torch
@@ -378,16 +395,18 @@ def dataset_texts(path: str) -> list[str]:
     return texts
 
 
-def small_tokenizer(qwen3_dir: str, dataset: str, vocab_size: int):
+def small_tokenizer(qwen3_dir: str, dataset: str, vocab_size: int, split_words: bool = True):
     """A byte-level BPE tokenizer trained (HF tokenizers) on the dataset's own text, with Qwen3's special tokens
-    and chat template, so the chat framing is Qwen3's while the vocabulary is small enough for a CPU model."""
+    and chat template, so the chat framing is Qwen3's while the vocabulary is small enough for a CPU model.
+    split_words=False lets merges cross spaces and punctuation, so LEIR's recurring spellings (an access
+    `A^{f32,g}_{i,j}`, a menu line's `params: {"scope":"l"}`) become single tokens and records get shorter."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     qwen = AutoTokenizer.from_pretrained(qwen3_dir)
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
@@ -414,7 +433,7 @@ def cmd_tiny_model(args) -> None:
             raise TrainError("--tokenizer small trains its vocabulary on --dataset FILE")
         if not os.path.isfile(args.dataset):
             raise TrainError(f"{args.dataset}: no such dataset file")
-        tok = small_tokenizer(args.qwen3, args.dataset, args.vocab_size)
+        tok = small_tokenizer(args.qwen3, args.dataset, args.vocab_size, args.split_words)
     else:
         tok = AutoTokenizer.from_pretrained(args.qwen3)
     head_dim = args.hidden_size // args.heads
@@ -454,6 +473,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--qwen3", default=default_qwen3_dir(),
                    help="the Qwen3 tokenizer folder (default $STEPTP_SHARED/tokenizers/qwen3 or ../shared/...)")
     t.add_argument("--vocab-size", type=int, default=2048, help="small tokenizer's vocabulary (default 2048)")
+    t.add_argument("--no-split-words", dest="split_words", action="store_false",
+                   help="small tokenizer: let merges cross spaces and punctuation (shorter records)")
     t.add_argument("--hidden-size", type=int, default=64)
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--heads", type=int, default=4)
@@ -485,6 +506,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--lora-alpha", type=int, default=32)
         s.add_argument("--gradient-checkpointing", action="store_true")
         s.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+        if name == "sft":
+            s.add_argument("--drop-reasoning", action="store_true",
+                           help="train on the answers only: the <think> block of each completion is removed")
         if name == "dpo":
             s.add_argument("--beta", type=float, default=0.1, help="DPO's KL strength")
         if name == "grpo":

@@ -99,3 +99,18 @@ def test_training_front_end_imports_without_torch(tmp_path):
 
     with pytest.raises(train.TrainError, match=r"dpo_train.jsonl:1: a row of a dpo_\*.jsonl file; `sft` trains on"):
         train.read_records(str(data), "sft")
+
+
+def test_sft_can_drop_the_reasoning_of_completions():
+    """`sft --drop-reasoning` (the CPU experiment of docs/train.md) trains on the answer alone: the <think> block
+    and the blank line after it leave the assistant message, the prompt and the answer stay as they were."""
+    from steptp import train
+
+    answer = '<answer>{"params":{},"site":"@0/1","strategy":"loop_vectorization"}</answer>'
+    row = {"prompt": [{"role": "user", "content": "Program <think>in a prompt</think> stays"}],
+           "completion": [{"role": "assistant", "content": "<think>\nThe site is item 0.\n</think>\n" + answer}]}
+    out = train.without_reasoning(row)
+    assert out["completion"] == [{"role": "assistant", "content": answer}]
+    assert out["prompt"] == row["prompt"] and row["completion"][0]["content"].startswith("<think>")
+    assert train.parser().parse_args(["sft", "--model", "m", "--data", "d", "--out", "o", "--drop-reasoning"]).drop_reasoning
+    assert not train.parser().parse_args(["tiny-model", "o", "--no-split-words"]).split_words
