@@ -395,18 +395,27 @@ def dataset_texts(path: str) -> list[str]:
     return texts
 
 
-def small_tokenizer(qwen3_dir: str, dataset: str, vocab_size: int, split_words: bool = True):
+# `--split spans`: the pieces an action answer copies from the prompt's menu — a site handle (`@0/2`), a
+# parameter object (`{"order":[1,0]}`), a strategy name (`loop_vectorization`) — each kept apart, so the menu
+# and the answer spell them with the same tokens.
+ANSWER_SPANS = r'@[0-9./]+|\{"[a-z_]+":[^{}]*\}|[a-z]+(?:_[a-z]+)+'
+
+
+def small_tokenizer(qwen3_dir: str, dataset: str, vocab_size: int, split: str = "words"):
     """A byte-level BPE tokenizer trained (HF tokenizers) on the dataset's own text, with Qwen3's special tokens
     and chat template, so the chat framing is Qwen3's while the vocabulary is small enough for a CPU model.
-    split_words=False lets merges cross spaces and punctuation, so LEIR's recurring spellings (an access
-    `A^{f32,g}_{i,j}`, a menu line's `params: {"scope":"l"}`) become single tokens and records get shorter."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    split: "words" pre-splits as GPT-2 does; "none" lets merges cross spaces and punctuation, so LEIR's
+    recurring spellings (an access `A^{f32,g}_{i,j}`, a menu line) become single tokens and records get
+    shorter; "spans" is "none" with ANSWER_SPANS kept apart."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     qwen = AutoTokenizer.from_pretrained(qwen3_dir)
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split == "words")
+    tokenizer.pre_tokenizer = byte_level if split != "spans" else pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(ANSWER_SPANS), behavior="isolated"), byte_level])
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
@@ -433,7 +442,7 @@ def cmd_tiny_model(args) -> None:
             raise TrainError("--tokenizer small trains its vocabulary on --dataset FILE")
         if not os.path.isfile(args.dataset):
             raise TrainError(f"{args.dataset}: no such dataset file")
-        tok = small_tokenizer(args.qwen3, args.dataset, args.vocab_size, args.split_words)
+        tok = small_tokenizer(args.qwen3, args.dataset, args.vocab_size, args.split)
     else:
         tok = AutoTokenizer.from_pretrained(args.qwen3)
     head_dim = args.hidden_size // args.heads
@@ -473,8 +482,10 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--qwen3", default=default_qwen3_dir(),
                    help="the Qwen3 tokenizer folder (default $STEPTP_SHARED/tokenizers/qwen3 or ../shared/...)")
     t.add_argument("--vocab-size", type=int, default=2048, help="small tokenizer's vocabulary (default 2048)")
-    t.add_argument("--no-split-words", dest="split_words", action="store_false",
-                   help="small tokenizer: let merges cross spaces and punctuation (shorter records)")
+    t.add_argument("--split", choices=("words", "none", "spans"), default="words",
+                   help="small tokenizer's pre-split: words (GPT-2's), none (merges cross spaces and punctuation: "
+                        "shorter records), spans (none, with site handles, parameter objects and strategy names "
+                        "kept apart, so prompt and answer share their tokens)")
     t.add_argument("--hidden-size", type=int, default=64)
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--heads", type=int, default=4)

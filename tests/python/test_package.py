@@ -3,6 +3,7 @@ files generate() writes (PyPI datasets in its own venv, .venv-datasets: scripts/
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -113,4 +114,7 @@ def test_sft_can_drop_the_reasoning_of_completions():
     assert out["completion"] == [{"role": "assistant", "content": answer}]
     assert out["prompt"] == row["prompt"] and row["completion"][0]["content"].startswith("<think>")
     assert train.parser().parse_args(["sft", "--model", "m", "--data", "d", "--out", "o", "--drop-reasoning"]).drop_reasoning
-    assert not train.parser().parse_args(["tiny-model", "o", "--no-split-words"]).split_words
+    assert train.parser().parse_args(["tiny-model", "o", "--split", "spans"]).split == "spans"
+    spans = re.findall(train.ANSWER_SPANS, '  @0/2 (nest 0) params: {"order":[1,0]}\nloop_reorder:\n'
+                                           '<answer>{"params":{"order":[1,0]},"site":"@0/2","strategy":"loop_reorder"}')
+    assert spans == ["@0/2", '{"order":[1,0]}', "loop_reorder", '{"order":[1,0]}', "@0/2", "loop_reorder"]
