@@ -33,7 +33,8 @@ nlohmann::json bench(const leir::Program& program, const std::optional<leir::Pro
   r.settings.options.min_time_s = min_time;
   r.settings.input_seed = seed;
   const api::MeasureResult m = api::measure(r);
-  if (!m.signature_difference.empty()) throw base::Error(base::ErrorKind::Invalid, "signatures differ: " + m.signature_difference, "against");
+  if (!m.signature_difference.empty())
+    throw base::Error(base::ErrorKind::Invalid, "signatures differ: " + m.signature_difference, "against");
   if (!m.pair.ok) throw base::Error(base::ErrorKind::Failed, m.pair.error);
   nlohmann::json j = reward::to_json(m.pair.cmp.b);
   if (against) {

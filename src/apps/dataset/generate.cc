@@ -131,7 +131,8 @@ Folders prepare_folders(const GenerateOptions& o, const Cluster& cluster) {
   f.work = cluster.size() > 1 ? fs::path(rank_dir(o, cluster.rank())) : f.out;
   std::error_code ec;
   fs::create_directories(f.work, ec);
-  if (ec || !fs::is_directory(f.work)) throw base::Error(base::ErrorKind::Failed, "cannot create --out " + f.work.string());
+  if (ec || !fs::is_directory(f.work))
+    throw base::Error(base::ErrorKind::Failed, "cannot create --out " + f.work.string());
   {
     fs::path probe = f.work / ".write-probe";
     std::ofstream file(probe);
@@ -454,7 +455,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   // roots
   json skipped_roots = json::array();
   std::vector<Root> roots = collect_roots(o, &skipped_roots);
-  if (roots.empty()) throw base::Error(base::ErrorKind::BadRequest, "no programs: use --programs, --composites or --input");
+  if (roots.empty())
+    throw base::Error(base::ErrorKind::BadRequest, "no programs: use --programs, --composites or --input");
   const Folders folders = prepare_folders(o, cluster);
 
   // size → screen: rank 0 measures, the other ranks take its plan. Sizing measures roots only
@@ -468,7 +470,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   }
   share_root_plan(roots, sizing, o, cluster);
   if (sizing_stage) progress.stage_end();
-  if (roots.empty()) throw base::Error(base::ErrorKind::BadRequest, "no roots left after sizing them (--min-root-ms)");
+  if (roots.empty())
+    throw base::Error(base::ErrorKind::BadRequest, "no roots left after sizing them (--min-root-ms)");
   sum.roots = int(roots.size());
 
   // search / tune: every root's raw records (search_root), but those a checkpoint holds

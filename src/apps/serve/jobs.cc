@@ -213,7 +213,8 @@ JobReply measure_ep(const json& req, const JobConfig& c, uint64_t input_seed, co
     return {base::http_status(base::ErrorKind::Invalid),
             {{"error", "signatures differ: " + r.signature_difference}, {"field", "against"}}};
   const reward::MeasuredPair& pair = r.pair;
-  if (!pair.ok) return {base::http_status(base::ErrorKind::Failed), {{"error", pair.error}, {"compiled", pair.compiled}}};
+  if (!pair.ok)
+    return {base::http_status(base::ErrorKind::Failed), {{"error", pair.error}, {"compiled", pair.compiled}}};
   json body = {{"program", reward::to_json(pair.cmp.b)}, {"threads", threads}, {"input_seed", input_seed}};
   if (m.baseline) {
     body["against"] = reward::to_json(pair.cmp.a);
