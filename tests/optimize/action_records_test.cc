@@ -1,6 +1,6 @@
 // `generate --answer-format action`: a record's action answer, applied by the reward's parser
 // (the one `optimize` uses), gives exactly the record's result program; and its prompt lists
-// that site's handle (the prompt `optimize` sends).
+// that site's handle (the prompt `optimize` sends); its keys come in decision order.
 #include <gtest/gtest.h>
 
 #include "apps/dataset/dataset.h"
@@ -26,6 +26,13 @@ TEST(ActionRecords, AnswersReplayToTheRecordsResult) {
     if (rec["kind"] != "single") continue;
     json chat = make_chat(rec, AnswerFormat::Action);
     std::string user = chat["messages"][1]["content"], asst = chat["messages"][2]["content"];
+    // Keys in decision order: the strategy before the site listed under it, the parameters last.
+    const size_t answer = asst.rfind("<answer>");
+    ASSERT_NE(answer, std::string::npos);
+    EXPECT_EQ(asst.substr(answer, 21), "<answer>{\"strategy\":\"") << asst.substr(answer);
+    EXPECT_LT(asst.find("\"site\":", answer), asst.find("\"params\":", answer)) << asst.substr(answer);
+    std::string ir_asst = make_chat(rec, AnswerFormat::IR)["messages"][2]["content"];
+    EXPECT_NE(ir_asst.find("<answer>{\"strategy\":"), std::string::npos) << ir_asst;
     auto parsed = reward::parse_answer(asst);
     ASSERT_TRUE(parsed.ok) << parsed.reason;
     const auto& step = parsed.steps.front();

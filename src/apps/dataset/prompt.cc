@@ -145,7 +145,7 @@ std::string site_handle(const leir::Program& parent, const std::string& strategy
   return strategies::to_handle(strategies::address_of(sites, index));
 }
 
-json action_answer(const leir::Program& parent, const json& a) {
+nlohmann::ordered_json action_answer(const leir::Program& parent, const json& a) {
   return {{"strategy", a["strategy"]},
           {"site", site_handle(parent, a["strategy"].get<std::string>(), a["site"]["index"].get<size_t>())},
           {"params", a["params"]}};

@@ -49,7 +49,9 @@ nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
 std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index);
 
 // The action-form answer object of a record's answer {"strategy","site":{"index"},"params"}:
-// {"strategy","site": handle,"params"}.
-nlohmann::json action_answer(const leir::Program& parent, const nlohmann::json& answer);
+// {"strategy","site": handle,"params"}, keys in that order — the order of the decision: a model
+// writing left to right names the strategy, then one of the sites the menu lists under it, then
+// its parameters (a sorted object would make it write the parameters and the site first).
+nlohmann::ordered_json action_answer(const leir::Program& parent, const nlohmann::json& answer);
 
 }  // namespace steptp::dataset
