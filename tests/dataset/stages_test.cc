@@ -87,6 +87,36 @@ TEST(FilterStage, TrivialStrategiesAreDownWeightedUnlessImprovingOrOnAPath) {
   EXPECT_EQ(drops["trivial_downweighted"], 1);
 }
 
+TEST(FilterStage, KeepsOneCoverageReservePerStrategyNoOtherRecordShows) {
+  GenerateOptions o;
+  o.trivial_keep = 0;  // a reserve is not down-weighted even so
+  auto reserve = [](json a) {
+    json r = single(std::move(a));
+    r["coverage_reserve"] = true;
+    return r;
+  };
+  json multi = {{"kind", "multi"},
+                {"answers", json::array({answer("loop_tiling", "m1"), answer("operator_fusion", "m2")})},
+                {"steps_so_far", json::array()}};
+  std::vector<json> recs = {
+      single(answer("loop_reorder", "a")),
+      multi,
+      reserve(answer("loop_reorder", "b")),                         // shown by a single: unused
+      reserve(answer("operator_fusion", "c")),                      // shown by the multi: unused
+      reserve(answer("loop_unrolling", "d", true, "non_improving")),  // the first of its strategy: kept
+      reserve(answer("loop_unrolling", "e")),                       // the second: unused
+      reserve(answer("cache_read_write", "f", /*equivalent=*/false)),  // failed: dropped as failed
+  };
+  std::map<std::string, int> drops;
+  EXPECT_EQ(filter_records(recs, o, drops), (std::vector<char>{1, 1, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(drops["coverage_reserve_unused"], 3);
+  EXPECT_EQ(drops["failed"], 1);
+  EXPECT_EQ(drops.count("trivial_downweighted"), 0u);
+  EXPECT_TRUE(recs[4].value("coverage", false));
+  EXPECT_FALSE(recs[0].contains("coverage"));
+  for (const auto& r : recs) EXPECT_FALSE(r.contains("coverage_reserve"));  // never exported
+}
+
 // Roots of the given family sizes, every root with `records` records of `tokens` tokens.
 std::vector<SplitRoot> roots_of(const std::map<std::string, int>& sizes, int records = 4, double tokens = 100) {
   std::vector<SplitRoot> roots;

@@ -32,6 +32,7 @@ std::vector<char> filter_records(std::vector<json>& recs, const GenerateOptions&
         auto inv = inverses().find(s);
         if (inv != inverses().end() && inv->second == last) { keep[i] = 0; drops["inverse_of_previous"]++; continue; }
       }
+      if (r.contains("coverage_reserve")) continue;  // judged by the coverage rule below
       if (trivial_strategies().count(s) && a["label"] != "improving" && !a.contains("path")) {
         interp::Rng rng(base::mix_seed(o.seed, base::fnv1a(h, base::kProgramHashBasis)));
         if (rng.uniform() >= o.trivial_keep) { keep[i] = 0; drops["trivial_downweighted"]++; continue; }
@@ -45,6 +46,7 @@ std::vector<char> filter_records(std::vector<json>& recs, const GenerateOptions&
     for (size_t i : order) {
       if (!keep[i] || recs[i]["kind"] != "single") continue;
       if (recs[i]["answers"][0].contains("path")) continue;  // a tuned path is kept whole
+      if (recs[i].contains("coverage_reserve")) continue;
       std::string s = recs[i]["answers"][0]["strategy"];
       if (++count[s] > o.per_strategy_cap) { keep[i] = 0; drops["per_strategy_cap"]++; }
     }
@@ -72,6 +74,25 @@ std::vector<char> filter_records(std::vector<json>& recs, const GenerateOptions&
         kept.push_back(answers[k]);
       }
       answers = kept;
+    }
+  }
+  // Coverage: a reserve record stays, as a "coverage" record, only for a strategy that no other
+  // kept record answers — the first such reserve in record (root) order.
+  {
+    std::set<std::string> shown;
+    for (size_t i = 0; i < recs.size(); ++i)
+      if (keep[i] && !recs[i].contains("coverage_reserve"))
+        for (const auto& a : recs[i]["answers"]) shown.insert(a["strategy"].get<std::string>());
+    for (size_t i = 0; i < recs.size(); ++i) {
+      if (!recs[i].contains("coverage_reserve")) continue;
+      recs[i].erase("coverage_reserve");
+      if (!keep[i]) continue;
+      if (!shown.insert(recs[i]["answers"][0]["strategy"].get<std::string>()).second) {
+        keep[i] = 0;
+        drops["coverage_reserve_unused"]++;
+        continue;
+      }
+      recs[i]["coverage"] = true;
     }
   }
 

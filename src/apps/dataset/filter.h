@@ -7,6 +7,9 @@
 //  - multi-answer records: a strategy appears in at most multi_per_strategy_cap of them (an
 //    over-cap answer goes; the record goes when its first answer is over cap or fewer than two
 //    remain).
+//  - coverage reserves (records.cc: one record per strategy a root's steps show and its records
+//    do not) skip the down-weighting and the cap; one is kept, marked "coverage": true, for each
+//    strategy no other kept record answers (the first in root order); the rest are dropped.
 // Steps of a tuned root's best path (answers with "path") are kept whole: exempt from the
 // trivial down-weighting and the per-strategy cap.
 #pragma once

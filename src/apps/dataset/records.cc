@@ -158,9 +158,8 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
   const auto strategy_count = strategy_counts(transitions);
   const std::set<size_t> contrast =
       o.non_improving_per_root >= 0 ? contrast_steps(transitions, o.non_improving_per_root, seed) : std::set<size_t>{};
-  for (int s : state_order) {
-    const auto& idx = by_state[s];
-    const auto& first = transitions[idx[0]];
+  // The fields every record of a state shares, from the state's first transition.
+  auto state_base = [&](int s, const search::Transition& first) {
     json base = {{"root", root},
                  {"root_program", root_text},
                  {"parent_program", leir::program_to_text(first.parent)},
@@ -174,6 +173,19 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", params_json(st.params)}});
     add_step_sites(base["steps_so_far"], leir::program_hash(first.parent), transitions, producer);
     if (!machine.is_null()) base["machine"] = machine;
+    return base;
+  };
+  auto single_record = [&](json base, json answer, const json& facts) {
+    base["kind"] = "single";
+    base["answers"] = json::array({std::move(answer)});
+    base["facts"] = facts;
+    set_expectations(base);
+    return base;
+  };
+  for (int s : state_order) {
+    const auto& idx = by_state[s];
+    const auto& first = transitions[idx[0]];
+    const json base = state_base(s, first);
     // Single-answer records: every improving step, up to N non-improving ones per state.
     int non_impr = 0;
     std::vector<size_t> by_cost = idx;
@@ -221,12 +233,9 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
     }
     std::sort(kept.begin(), kept.end());
     for (size_t i : kept) {
-      json rec = base;
-      rec["kind"] = "single";
-      rec["answers"] = json::array({answer_for(i)});
-      rec["facts"] = facts_for(rec["answers"][0]["site_item"].get<int>());
-      set_expectations(rec);
-      records.push_back(std::move(rec));
+      json a = answer_for(i);
+      const json& facts = facts_for(a["site_item"].get<int>());
+      records.push_back(single_record(base, std::move(a), facts));
     }
     // One multi-answer record per state (record_selection.h): distinct strategies, best modelled
     // cost first, the last place for the strategy the root's steps show least; at most
@@ -242,6 +251,34 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
       set_expectations(rec);
       records.push_back(std::move(rec));
     }
+  }
+  // Coverage reserve (filter.h): for each strategy among the root's steps that none of its
+  // records answers, one single-answer record of that strategy's best step (improving first,
+  // then the cheapest modelled result, then the earliest), flagged "coverage_reserve". The filter
+  // keeps a reserve only for a strategy no kept record of the whole run shows, so a strategy the
+  // search met somewhere is not missing from the dataset by the chance of which steps paid.
+  std::set<std::string> answered;
+  for (const auto& rec : records)
+    for (const auto& a : rec["answers"]) answered.insert(a["strategy"].get<std::string>());
+  std::map<std::string, size_t> reserve;
+  for (size_t i = 0; i < transitions.size(); ++i) {
+    const auto& t = transitions[i];
+    if (answered.count(t.strategy)) continue;
+    auto [it, fresh] = reserve.emplace(t.strategy, i);
+    const auto& best = transitions[it->second];
+    if (!fresh && std::make_pair(!improving(i), t.cost_result.value) <
+                      std::make_pair(!improving(it->second), best.cost_result.value))
+      it->second = i;
+  }
+  for (const auto& [strategy, i] : reserve) {
+    const auto& t = transitions[i];
+    const auto parent_facts = analysis::program_facts(t.parent);
+    json a = answer_json(t, parent_facts);
+    a["id"] = fmt::format("{}#{}", r.key, seq++);
+    const json facts = facts_json(t.parent, parent_facts, a["site_item"].get<int>());
+    json rec = single_record(state_base(t.state, t), std::move(a), facts);
+    rec["coverage_reserve"] = true;
+    records.push_back(std::move(rec));
   }
   return records;
 }
