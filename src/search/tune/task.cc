@@ -14,6 +14,8 @@
 #include "ir/leir/tensors.h"
 #include "ir/leir/validate.h"
 #include "search/tune/schedule_rules.h"
+#include "transform/schedule_state.h"
+#include "transform/strategy.h"
 
 namespace steptp::tune {
 namespace {
@@ -198,15 +200,56 @@ std::vector<Task> extract_tasks(const leir::Program& p) {
   return tasks;
 }
 
-strategies::Trace readdress(const strategies::Trace& t, int first) {
-  strategies::Trace out = t;
-  for (auto& s : out) {
-    if (s.site.path.empty())
-      throw strategies::ReplayError(fmt::format("{} addresses the whole task program, not one use", s.strategy));
-    s.site.path[0] += first;
+namespace {
+
+// A step addressed to the whole task program (an input's layout, an intermediate's storage) at
+// the use of the task at `first` in `p`: the whole-program site of the same strategy whose
+// result, with the same parameters, holds the same items at the use as the step's result on the
+// task (`task` is the task's program as the steps before this one left it). Sites count tensors
+// by position in the signature or among intermediates, which differ between task and program, so
+// the site is found by its effect.
+strategies::TraceStep match_whole_program_step(const leir::Program& p, int first, const leir::Program& task,
+                                               const strategies::TraceStep& step) {
+  const leir::Program after = strategies::apply_step(task, step);
+  const auto target = group_program(after, 0, int(after.body.size()));
+  const strategies::Strategy* s = strategies::find_strategy(step.strategy);
+  if (target && s) {
+    const strategies::ScheduleState st(p);
+    const auto& sites = s->sites(st);
+    for (size_t i = 0; i < sites.size(); ++i) {
+      if (!sites[i].path.empty()) continue;
+      strategies::TraceStep cand{step.strategy, strategies::address_of(sites, i), sites[i].description, step.params};
+      try {
+        const leir::Program q = strategies::apply_step(p, cand);
+        if (first + int(after.body.size()) > int(q.body.size())) continue;
+        const auto here = group_program(q, first, int(after.body.size()));
+        if (here && leir::program_hash(*here) == leir::program_hash(*target)) return cand;
+      } catch (const strategies::ReplayError&) {
+      }
+    }
   }
-  return out;
+  throw strategies::ReplayError(
+      fmt::format("{} ({}): no whole-program site has the same effect at this use", step.strategy, step.site_description));
 }
+
+// `trace` (the task's steps) replayed at the use of the task at `first` in `p`: the re-addressed
+// steps and the program they reach.
+std::pair<strategies::Trace, leir::Program> replay_at_use(const leir::Program& p, int first, const leir::Program& task,
+                                                          const strategies::Trace& trace) {
+  strategies::Trace steps;
+  leir::Program cur = p, task_state = task;
+  for (const auto& step : trace) {
+    strategies::TraceStep at = step;
+    if (step.site.path.empty()) at = match_whole_program_step(cur, first, task_state, step);
+    else at.site.path[0] += first;
+    cur = strategies::apply_step(cur, at);
+    task_state = strategies::apply_step(task_state, step);
+    steps.push_back(std::move(at));
+  }
+  return {std::move(steps), std::move(cur)};
+}
+
+}  // namespace
 
 Composition compose(const leir::Program& root, const std::vector<Task>& tasks,
                     const std::vector<std::vector<strategies::Trace>>& candidates) {
@@ -220,8 +263,8 @@ Composition compose(const leir::Program& root, const std::vector<Task>& tasks,
     std::string why;
     for (const auto& trace : candidates[k]) {
       try {
-        auto steps = readdress(trace, use.first);
-        c.program = strategies::replay(c.program, steps);
+        auto [steps, program] = replay_at_use(c.program, use.first, tasks[k].program, trace);
+        c.program = std::move(program);
         c.trace.insert(c.trace.end(), steps.begin(), steps.end());
         why.clear();
         break;

@@ -17,8 +17,12 @@
 //
 // Composition: a task's steps address sites by their path from the task's top-level body, so a
 // step re-addressed to a use adds the use's first item to the path's first index and replays on
-// the whole program (transform/trace.h). Uses are composed last first, so a step that adds or
-// removes top-level items (fission, a cache nest) never moves a use still to compose.
+// the whole program (transform/trace.h). A step addressed to the whole task program (an input's
+// layout, an intermediate's storage: its site counts tensors, which differ between task and
+// program) becomes the program's site of the same strategy whose result holds, at the use, what
+// the step made of the task (compared by the canonical hash). Uses are composed last first, so a
+// step that adds or removes top-level items (fission, a cache nest) never moves a use still to
+// compose.
 #pragma once
 
 #include <cstdint>
@@ -55,11 +59,6 @@ std::vector<TaskUse> item_groups(const leir::Program& p);
 // The tasks of `p`: its heavy groups (and those with 1 % of the work) that stand alone, one task per distinct hash, in order of
 // first use.
 std::vector<Task> extract_tasks(const leir::Program& p);
-
-// `t` with every step's path moved to the use starting at top-level item `first`. Throws
-// strategies::ReplayError for a step addressed to the whole program (empty path): it has no
-// meaning at one use.
-strategies::Trace readdress(const strategies::Trace& t, int first);
 
 struct Composition {
   leir::Program program;

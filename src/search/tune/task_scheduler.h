@@ -71,9 +71,13 @@ struct TaskOptions {
 // `steptp tune` of a program: with at least two task uses (two tasks, or one task used twice),
 // the tasks are tuned separately on one store and runner, their trials allocated by the
 // TaskScheduler, their best traces composed onto the program (search/tune/task.h), the composed
-// program verified against the root and timed against it; otherwise (or `enabled` false) tune().
-// The result's `tasks` lists each task: hash, nests (top-level items of each use), trials,
-// rounds, root and best time, weight, uses skipped at composition.
+// program verified against the root (if it does not verify, the tasks are added one at a time
+// and those that break it left out) and timed against it (a second session when the first does
+// not show it faster); otherwise (or `enabled` false) tune(). The composed steps are not timed
+// one by one. The result's `tasks`: {"unit" (trials per round), "allocation" (the task of each
+// round), "composed" {"steps", "verified", "speedup", "faster"}, "list": per task "hash", "nests"
+// (the top-level items of each use), "weight", "work", "trials", "rounds", "root_time_s",
+// "best_time_s", "speedup", "steps", "cost_model", "skipped" (uses left as written, and why)}.
 TuneResult tune_program(const leir::Program& root, const TuneOptions& o, const TaskOptions& to = {},
                         const std::function<void(const Progress&)>& progress = {});
 
