@@ -130,7 +130,10 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
   std::set<std::string> seen;
   collect_tensors(items, order, seen);
   std::set<std::string> writes;
-  for (int i = first; i < first + count; ++i) writes.insert(ud.items[size_t(i)].writes.begin(), ud.items[size_t(i)].writes.end());
+  for (int i = first; i < first + count; ++i) {
+    const auto& w = ud.items[size_t(i)].writes;
+    writes.insert(w.begin(), w.end());
+  }
   // Names A, C, D, ... in order of first appearance, as NameAllocator hands them out.
   analysis::NameAllocator names{leir::Program{}};
   std::map<std::string, std::string> rename;
@@ -229,7 +232,8 @@ strategies::TraceStep match_whole_program_step(const leir::Program& p, int first
     }
   }
   throw strategies::ReplayError(
-      fmt::format("{} ({}): no whole-program site has the same effect at this use", step.strategy, step.site_description));
+      fmt::format("{} ({}): no whole-program site has the same effect at this use", step.strategy,
+                  step.site_description));
 }
 
 // `trace` (the task's steps) replayed at the use of the task at `first` in `p`: the re-addressed
@@ -257,7 +261,8 @@ Composition compose(const leir::Program& root, const std::vector<Task>& tasks,
   for (size_t k = 0; k < tasks.size(); ++k)
     if (!candidates[k].empty())
       for (const auto& u : tasks[k].uses) uses.push_back({u, k});
-  std::stable_sort(uses.begin(), uses.end(), [](const auto& a, const auto& b) { return a.first.first > b.first.first; });
+  std::stable_sort(uses.begin(), uses.end(),
+                   [](const auto& a, const auto& b) { return a.first.first > b.first.first; });
   Composition c{root, {}, {}};
   for (const auto& [use, k] : uses) {
     std::string why;

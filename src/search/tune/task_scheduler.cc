@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "base/hash.h"
 #include "ir/leir/program_io.h"
@@ -96,7 +93,8 @@ std::vector<strategies::Trace> composition_candidates(const TuneResult& t) {
   std::vector<const Trial*> faster;
   for (const auto& h : t.history)
     if (h.ok && clears_noise(h.cmp) && h.cmp.speedup > 1) faster.push_back(&h);
-  std::stable_sort(faster.begin(), faster.end(), [](const Trial* a, const Trial* b) { return a->cmp.speedup > b->cmp.speedup; });
+  std::stable_sort(faster.begin(), faster.end(),
+                   [](const Trial* a, const Trial* b) { return a->cmp.speedup > b->cmp.speedup; });
   for (const Trial* h : faster) {
     if (out.size() >= kAlternatives) break;
     take(h->trace);
@@ -191,7 +189,8 @@ TuneResult tune_program(const leir::Program& root, const TuneOptions& o, const T
   const std::string root_text = leir::program_to_text(root, false);
   auto verified = [&](const leir::Program& p) {
     const std::string text = leir::program_to_text(p, false);
-    return stored_verdicts(store, verifier, root_text, {Subject{&p, &text}}, verify_seed)[0].at("equivalent").get<bool>();
+    const auto v = stored_verdicts(store, verifier, root_text, {Subject{&p, &text}}, verify_seed);
+    return v[0].at("equivalent").get<bool>();
   };
   Composition c = compose(root, tasks, candidates);
   std::vector<char> dropped(tasks.size(), 0);
@@ -260,8 +259,12 @@ TuneResult tune_program(const leir::Program& root, const TuneOptions& o, const T
                   {"skipped", skipped}});
   }
   json composed = {{"steps", c.trace.size()}, {"verified", composed_verified}};
-  if (!res.empty() && res[0].ok) composed["speedup"] = res[0].cmp.speedup, composed["faster"] = clears_noise(res[0].cmp);
-  else if (!res.empty()) composed["error"] = res[0].error;
+  if (!res.empty() && res[0].ok) {
+    composed["speedup"] = res[0].cmp.speedup;
+    composed["faster"] = clears_noise(res[0].cmp);
+  } else if (!res.empty()) {
+    composed["error"] = res[0].error;
+  }
   r.tasks = {{"unit", unit}, {"allocation", allocation}, {"composed", composed}, {"list", jt}};
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;

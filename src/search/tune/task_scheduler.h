@@ -22,8 +22,6 @@
 #include <functional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "ir/leir/ast.h"
 #include "search/tune/task.h"
 #include "search/tune/tuner.h"

@@ -312,23 +312,23 @@ json result_json(const TuneResult& r) {
     history.push_back(h);
   }
   json j = {{"program", r.root.name},
-          {"root_time_s", r.root_ms / 1e3},
-          {"best_time_s", r.best_ms / 1e3},
-          {"speedup", r.speedup},
-          {"trials_measured", r.trials},
-          {"measured_ok", r.measured},
-          {"not_verified", r.not_verified},
-          {"failed", r.failed},
-          {"threads", r.machine.threads},
-          {"machine", fingerprint(r.machine)},
-          {"verification", r.verification},
-          {"trajectory", trajectory_json(r)},
-          {"cost_model", r.cost_model},
-          {"roofline", r.roofline ? roofline_json(*r.roofline) : json(nullptr)},
-          {"search", {{"rounds", r.history.empty() ? 0 : r.history.back().round}, {"expanded", r.search.expanded},
-                      {"candidates", r.search.candidates}, {"duplicates", r.search.duplicates},
-                      {"invalid", r.search.invalid}}},
-          {"history", history}};
+            {"root_time_s", r.root_ms / 1e3},
+            {"best_time_s", r.best_ms / 1e3},
+            {"speedup", r.speedup},
+            {"trials_measured", r.trials},
+            {"measured_ok", r.measured},
+            {"not_verified", r.not_verified},
+            {"failed", r.failed},
+            {"threads", r.machine.threads},
+            {"machine", fingerprint(r.machine)},
+            {"verification", r.verification},
+            {"trajectory", trajectory_json(r)},
+            {"cost_model", r.cost_model},
+            {"roofline", r.roofline ? roofline_json(*r.roofline) : json(nullptr)},
+            {"search", {{"rounds", r.history.empty() ? 0 : r.history.back().round}, {"expanded", r.search.expanded},
+                        {"candidates", r.search.candidates}, {"duplicates", r.search.duplicates},
+                        {"invalid", r.search.invalid}}},
+            {"history", history}};
   if (!r.tasks.is_null()) j["tasks"] = r.tasks;  // only then: a single-root run's files stay as they were
   return j;
 }
