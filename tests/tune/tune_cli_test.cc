@@ -1,5 +1,5 @@
 // `steptp tune` end to end with the real CPU runner: a run killed mid-way resumes and its files
-// equal a rerun on its final store; bad options and unreadable files are clear errors; progress
+// equal a rerun on its final store; a two-task program is tuned as tasks (--no-tasks: as one root); bad options and unreadable files are clear errors; progress
 // lines without a TTY, none with --quiet.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -102,6 +102,48 @@ TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
   strategies::Trace t;
   for (const auto& s : json::parse(slurp(dir / "a" / "trajectory.json"))) t.push_back(strategies::step_from_json(s));
   EXPECT_EQ(leir::program_to_text(strategies::replay(rootp, t), false), leir::program_to_text(best, false));
+}
+
+// A program of two tasks (the analytic model times them: deterministic): tuned task by task by
+// default, with "tasks" in result.json, the composed best verified and replayed from its
+// trajectory, the same files from a rerun on the store; --no-tasks tunes it as one root.
+TEST(TuneCli, TwoTaskProgramIsTunedAsTasksUnlessNoTasks) {
+  auto dir = tmp("tasks");
+  fs::path root = dir / "two.leir";
+  std::ofstream(root) << "name two\ninput A: f32[64,256]\ninput X: f32[128,64]\noutput C: f32[64,256]\n"
+                         "output D: f32[128,64]\n"
+                         "L^{64}_{a=0}L^{256}_{c=0}[C^{f32,g}_{a,c}=A^{f32,g}_{a,c}*3+exp(A^{f32,g}_{a,c});];\n"
+                         "L^{128}_{a=0}L^{64}_{c=0}[D^{f32,g}_{a,c}=max(X^{f32,g}_{a,c},0);];\n";
+  const std::string args = "tune " + root.string() + " --measure model --trials 12 --seed 2 --threads 1 --quiet --out ";
+  auto a = run(args + (dir / "a").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto result = json::parse(slurp(dir / "a" / "result.json"));
+  ASSERT_TRUE(result.contains("tasks")) << result.dump(1);
+  ASSERT_EQ(result["tasks"]["list"].size(), 2u);
+  EXPECT_EQ(result["tasks"]["list"][0]["nests"], json::parse("[[0]]"));
+  EXPECT_EQ(result["tasks"]["list"][1]["nests"], json::parse("[[1]]"));
+  int given = 0;
+  for (const auto& t : result["tasks"]["list"]) given += t["trials"].get<int>();
+  EXPECT_EQ(given, result["trials_measured"].get<int>());
+  EXPECT_LE(given, 12);
+  EXPECT_GT(result["tasks"]["composed"]["steps"].get<int>(), 0);
+  EXPECT_TRUE(result["tasks"]["composed"]["verified"].get<bool>());
+  leir::Program rootp = leir::read_programs(root.string()).front();
+  leir::Program best = leir::read_programs((dir / "a" / "best.json").string()).front();
+  EXPECT_TRUE(verify::verify(rootp, best, verify::VerifyOptions{.trials = 2}).equivalent);
+  strategies::Trace t;
+  for (const auto& s : json::parse(slurp(dir / "a" / "trajectory.json"))) t.push_back(strategies::step_from_json(s));
+  EXPECT_EQ(leir::program_to_text(strategies::replay(rootp, t), false), leir::program_to_text(best, false));
+  // A rerun on a copy of the store: the same files.
+  fs::create_directories(dir / "b");
+  fs::copy_file(dir / "a" / "measurements.sqlite", dir / "b" / "measurements.sqlite");
+  auto b = run(args + (dir / "b").string());
+  ASSERT_EQ(b.code, 0) << b.out;
+  for (const char* f : {"best.json", "trajectory.json", "result.json"})
+    EXPECT_EQ(slurp(dir / "a" / f), slurp(dir / "b" / f)) << f;
+  auto whole = run(args + (dir / "c").string() + " --no-tasks");
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  EXPECT_FALSE(json::parse(slurp(dir / "c" / "result.json")).contains("tasks"));
 }
 
 TEST(TuneCli, BadOptionsAndFilesAreClearErrors) {

@@ -1,5 +1,6 @@
-// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--measure cpu|model] [--json]:
-// measurement-guided search from one program (search/tune/tuner.h); `--measure model` ranks by the
+// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--measure cpu|model] [--json]
+// [--no-tasks]: measurement-guided search from one program (search/tune/tuner.h; a program of several tasks is
+// tuned task by task, search/tune/task_scheduler.h); `--measure model` ranks by the
 // analytic estimate instead of timings (apps/optimize/model_runner.h: deterministic, for checks). Writes
 // DIR/best.json (the best program, LEIR.md §1 JSON), DIR/trajectory.json (its steps from the root,
 // each with the strategy, stable site address, typed parameters and step timings), DIR/result.json
@@ -22,6 +23,7 @@
 #include "front/onnx/onnx_import.h"
 #include "ir/leir/program_io.h"
 #include "apps/optimize/model_runner.h"
+#include "search/tune/task_scheduler.h"
 #include "search/tune/tuner.h"
 
 namespace fs = std::filesystem;
@@ -41,7 +43,7 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     int trials = 64, threads = 0;
     double time_limit = 0;
     uint64_t seed = 0;
-    bool json = false, quiet = false;
+    bool json = false, quiet = false, no_tasks = false;
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("FILE", o->file, "root program (.json or .leir), one program")->required();
@@ -59,6 +61,9 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
                  "model units)")
       ->check(CLI::IsMember({"cpu", "model"}))
       ->capture_default_str();
+  sub.add_flag("--no-tasks", o->no_tasks,
+               "tune the whole program as one root, even when it splits into several tasks (by default its heavy "
+               "nests are tuned as tasks with trials allocated by the task scheduler, docs/tune.md)");
   sub.add_flag("--json", o->json, "print one JSON object on stdout");
   sub.add_flag("--quiet", o->quiet,
                "no progress on stderr (by default a status line on a terminal; otherwise a line per tuner round, "
@@ -83,7 +88,7 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     // Rounds can take well under a second: a log gets a line every few seconds at most.
     Progress progress("tune", progress_style(o->quiet), 3.0);
     progress.stage_start("search", "trials", t.trials, 0, fmt::format("{}, {} trials", ps.front().name, t.trials));
-    auto r = tune::tune(ps.front(), t, [&](const tune::Progress& p) {
+    auto r = tune::tune_program(ps.front(), t, tune::TaskOptions{.enabled = !o->no_tasks}, [&](const tune::Progress& p) {
       progress.report(p.trials,
                       fmt::format("round {}, best {:.4g} ms, speedup {:.2f}x", p.round, p.best_ms, p.speedup));
     });

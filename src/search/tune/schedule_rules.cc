@@ -16,6 +16,29 @@
 #include "front/workloads/bench_size.h"
 
 namespace steptp::tune {
+// The items that carry the program's work: the heaviest ones (by statement instances) until they
+// hold kWorkShare of it. Parallelizing or vectorizing a nest outside them (a bias add beside a
+// GEMM, a small reduction) cannot change the program's time measurably, and each such step would
+// be one more trajectory step that teaches nothing.
+std::vector<char> heaviest(const std::vector<int64_t>& work) {
+  constexpr double kWorkShare = 0.9;
+  std::vector<std::pair<int64_t, size_t>> order;
+  int64_t total = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    order.push_back({work[i], i});
+    total += work[i];
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<char> heavy(work.size(), 0);
+  int64_t covered = 0;
+  for (const auto& [n, i] : order) {
+    if (covered >= kWorkShare * double(total)) break;
+    heavy[i] = 1;
+    covered += n;
+  }
+  return heavy;
+}
+
 namespace {
 
 using strategies::Params;
@@ -66,30 +89,14 @@ class ChainBuilder {
   RuleChain chain_;
 };
 
-// The top-level items that carry the program's work: the heaviest ones (by statement instances)
-// until they hold kWorkShare of it. Parallelizing or vectorizing a nest outside them (a bias
-// add beside a GEMM, a small reduction) cannot change the program's time measurably, and each
-// such step would be one more trajectory step that teaches nothing.
-constexpr double kWorkShare = 0.9;
-
 // Items marked in `skip` take no part (neither heavy nor counted in the total).
 std::vector<char> heavy_items(const leir::Program& p, const std::vector<char>& skip = {}) {
-  std::vector<std::pair<int64_t, size_t>> work;
-  int64_t total = 0;
-  for (size_t i = 0; i < p.body.size(); ++i) {
-    if (i < skip.size() && skip[i]) continue;
-    const int64_t n = workloads::statement_instances(p.body[i]);
-    work.push_back({n, i});
-    total += n;
-  }
-  std::stable_sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<char> heavy(p.body.size(), 0);
-  int64_t covered = 0;
-  for (const auto& [n, i] : work) {
-    if (covered >= kWorkShare * double(total)) break;
-    heavy[i] = 1;
-    covered += n;
-  }
+  std::vector<int64_t> work(p.body.size(), 0);
+  for (size_t i = 0; i < p.body.size(); ++i)
+    if (i >= skip.size() || !skip[i]) work[i] = workloads::statement_instances(p.body[i]);
+  auto heavy = heaviest(work);
+  for (size_t i = 0; i < heavy.size(); ++i)
+    if (i < skip.size() && skip[i]) heavy[i] = 0;
   return heavy;
 }
 

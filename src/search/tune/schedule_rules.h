@@ -29,6 +29,7 @@
 // chains that follow a tiling parallelize only nests with no parallel loop.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ir/leir/ast.h"
@@ -42,6 +43,11 @@ struct RuleStep {
   leir::Program program;  // after the step
 };
 using RuleChain = std::vector<RuleStep>;
+
+// Which of the items (by their work, e.g. statement instances) are heavy: the heaviest until they
+// hold 90 % of the total. The rules annotate only heavy nests; the task extraction
+// (search/tune/task.h) tunes only heavy groups.
+std::vector<char> heaviest(const std::vector<int64_t>& work);
 
 // The chains from `root` (each at most `max_steps` long; empty chains are left out).
 std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps);

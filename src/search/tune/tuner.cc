@@ -58,100 +58,137 @@ json ranking_quality(const std::vector<Features>& x, const std::vector<double>& 
 
 }  // namespace
 
-TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::function<void(const Progress&)>& progress) {
-  const auto t0 = Clock::now();
-  leir::validate(root);
-  TuneResult r;
-  r.root = root;
-  r.best = root;
-  r.machine = this_machine(o.threads);
-  std::unique_ptr<CpuRunner> own;
-  Runner* runner = o.runner;
-  if (!runner) {
-    auto mo = o.measure;
-    mo.threads = r.machine.threads;
-    own = std::make_unique<CpuRunner>(mo, base::mix_seed(o.seed, 0x1b));
-    runner = own.get();
+struct TuneSession::State {
+  State(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner, const Machine& m)
+      : o(o),
+        store(store),
+        runner(runner),
+        comparer(store, runner),
+        search(root, m, search_options(o)),
+        verify_seed(base::mix_seed(o.seed, 0x7e)),
+        verifier(root, verify_seed) {
+    r.root = root;
+    r.best = root;
+    r.machine = m;
+    r.verification = verifier.method();
+    train_x.push_back(search.nodes()[0].x);
+    train_y.push_back(0.0);
   }
-  MeasurementStore store(o.store_path);
-  Comparer comparer(store, *runner);
-  EvolutionaryOptions so = o.search;
-  so.seed = base::mix_seed(o.seed, 0x5e);
-  EvolutionarySearch search(root, r.machine, so);
-  const uint64_t verify_seed = base::mix_seed(o.seed, 0x7e);
-  RootVerifier verifier(root, verify_seed);
-  r.verification = verifier.method();
+  static EvolutionaryOptions search_options(const TuneOptions& o) {
+    EvolutionaryOptions so = o.search;
+    so.seed = base::mix_seed(o.seed, 0x5e);
+    return so;
+  }
+
+  TuneOptions o;
+  MeasurementStore& store;
+  Runner& runner;
+  Comparer comparer;
+  EvolutionarySearch search;
+  const uint64_t verify_seed;
+  RootVerifier verifier;
   CostModel model;
+  TuneResult r;
   // Nodes live in a growing vector: take references only while no round runs.
   int best_node = 0;
   backend::Comparison best_cmp;
-  std::vector<Features> train_x{search.nodes()[0].x};
-  std::vector<double> train_y{0.0};
+  std::vector<Features> train_x;
+  std::vector<double> train_y;
+  bool exhausted = false;
+};
 
-  while (r.trials < o.trials) {
-    if (o.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= o.time_limit_s) break;
-    auto chosen = search.next_round(model, o.trials - r.trials);
-    if (chosen.empty()) break;
-    const Node& root_node = search.nodes()[0];
-    std::vector<Features> cx;
-    for (int c : chosen) cx.push_back(search.nodes()[size_t(c)].x);
-    auto pred = model.predict(cx);
-    std::vector<Subject> subjects;
-    for (int c : chosen) subjects.push_back(subject(search.nodes()[size_t(c)]));
-    auto vs = stored_verdicts(store, verifier, root_node.text, subjects, verify_seed);
-    std::vector<std::pair<Subject, Subject>> pairs;
-    std::vector<size_t> timed;  // history index of each pair
-    for (size_t k = 0; k < chosen.size(); ++k) {
-      const Node& n = search.nodes()[size_t(chosen[k])];
-      Trial t;
-      t.node = chosen[k];
-      t.round = search.round();
-      t.strategy_path = strategy_path(n.trace);
-      t.trace = n.trace;
-      t.predicted = pred[k];
-      t.learned = model.learned();
-      const json& v = vs[k];
-      t.verified = v.at("equivalent").get<bool>();
-      if (!t.verified) {
-        t.error = "not verified: " + v.value("error", std::string()) + " (" + v.value("verdict", std::string()) + ")";
-        search.set_failed(chosen[k]);
-        r.not_verified++;
-      } else {
-        pairs.push_back({subject(root_node), subject(n)});
-        timed.push_back(r.history.size());
-      }
-      r.history.push_back(std::move(t));
-    }
-    auto results = comparer.compare(pairs);
-    for (size_t m = 0; m < pairs.size(); ++m) {
-      Trial& t = r.history[timed[m]];
-      if (!results[m].ok) {
-        t.error = results[m].error;
-        search.set_failed(t.node);
-        r.failed++;
-        continue;
-      }
-      t.ok = true;
-      t.cmp = results[m].cmp;
-      r.measured++;
-      double l2 = std::log2(std::max(1e-9, t.cmp.speedup));
-      search.set_measured(t.node, l2);
-      train_x.push_back(search.nodes()[size_t(t.node)].x);
-      train_y.push_back(l2);
-      if (clears_noise(t.cmp) && t.cmp.speedup > (best_node ? best_cmp.speedup : 1.0)) {
-        best_node = t.node;
-        best_cmp = t.cmp;
-      }
-      if (r.root_ms == 0) r.root_ms = t.cmp.a.median_ms;
-    }
-    r.trials += int(chosen.size());
-    model.train(train_x, train_y);
-    if (progress) {
-      Progress p{r.trials, o.trials, search.round(), best_node ? best_cmp.a.median_ms : r.root_ms,
-                 best_node ? best_cmp.b.median_ms : r.root_ms, best_node ? best_cmp.speedup : 1.0};
-      progress(p);
-    }
+TuneSession::TuneSession(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner,
+                         const Machine& m)
+    : s_(std::make_unique<State>(root, o, store, runner, m)) {}
+TuneSession::~TuneSession() = default;
+
+int TuneSession::trials() const { return s_->r.trials; }
+bool TuneSession::exhausted() const { return s_->exhausted; }
+double TuneSession::root_ms() const { return s_->r.root_ms; }
+double TuneSession::best_ms() const {
+  // The root's first session time over the best speedup: one scale for every round's best.
+  return s_->best_node ? s_->r.root_ms / s_->best_cmp.speedup : s_->r.root_ms;
+}
+
+Progress TuneSession::progress() const {
+  const State& s = *s_;
+  return {s.r.trials, s.o.trials, s.search.round(), s.best_node ? s.best_cmp.a.median_ms : s.r.root_ms,
+          s.best_node ? s.best_cmp.b.median_ms : s.r.root_ms, s.best_node ? s.best_cmp.speedup : 1.0};
+}
+
+int TuneSession::round(int limit) {
+  State& s = *s_;
+  TuneResult& r = s.r;
+  auto& search = s.search;
+  auto chosen = search.next_round(s.model, limit);
+  if (chosen.empty()) {
+    s.exhausted = true;
+    return 0;
   }
+  const Node& root_node = search.nodes()[0];
+  std::vector<Features> cx;
+  for (int c : chosen) cx.push_back(search.nodes()[size_t(c)].x);
+  auto pred = s.model.predict(cx);
+  std::vector<Subject> subjects;
+  for (int c : chosen) subjects.push_back(subject(search.nodes()[size_t(c)]));
+  auto vs = stored_verdicts(s.store, s.verifier, root_node.text, subjects, s.verify_seed);
+  std::vector<std::pair<Subject, Subject>> pairs;
+  std::vector<size_t> timed;  // history index of each pair
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    const Node& n = search.nodes()[size_t(chosen[k])];
+    Trial t;
+    t.node = chosen[k];
+    t.round = search.round();
+    t.strategy_path = strategy_path(n.trace);
+    t.trace = n.trace;
+    t.predicted = pred[k];
+    t.learned = s.model.learned();
+    const json& v = vs[k];
+    t.verified = v.at("equivalent").get<bool>();
+    if (!t.verified) {
+      t.error = "not verified: " + v.value("error", std::string()) + " (" + v.value("verdict", std::string()) + ")";
+      search.set_failed(chosen[k]);
+      r.not_verified++;
+    } else {
+      pairs.push_back({subject(root_node), subject(n)});
+      timed.push_back(r.history.size());
+    }
+    r.history.push_back(std::move(t));
+  }
+  auto results = s.comparer.compare(pairs);
+  for (size_t m = 0; m < pairs.size(); ++m) {
+    Trial& t = r.history[timed[m]];
+    if (!results[m].ok) {
+      t.error = results[m].error;
+      search.set_failed(t.node);
+      r.failed++;
+      continue;
+    }
+    t.ok = true;
+    t.cmp = results[m].cmp;
+    r.measured++;
+    double l2 = std::log2(std::max(1e-9, t.cmp.speedup));
+    search.set_measured(t.node, l2);
+    s.train_x.push_back(search.nodes()[size_t(t.node)].x);
+    s.train_y.push_back(l2);
+    if (clears_noise(t.cmp) && t.cmp.speedup > (s.best_node ? s.best_cmp.speedup : 1.0)) {
+      s.best_node = t.node;
+      s.best_cmp = t.cmp;
+    }
+    if (r.root_ms == 0) r.root_ms = t.cmp.a.median_ms;
+  }
+  r.trials += int(chosen.size());
+  s.model.train(s.train_x, s.train_y);
+  return int(chosen.size());
+}
+
+TuneResult TuneSession::finish() {
+  State& s = *s_;
+  TuneResult& r = s.r;
+  auto& search = s.search;
+  auto& comparer = s.comparer;
+  int& best_node = s.best_node;
+  backend::Comparison& best_cmp = s.best_cmp;
   r.search = search.stats();
   // Confirmation: the kConfirm best by their search session are timed again against the root in
   // a fresh session; the best is the fastest confirmed one that still clears the noise (the
@@ -191,7 +228,7 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
     const Node& n = search.nodes()[size_t(chain[k])];
     if (n.state == Node::State::Measured) r.trajectory[k].speedup_vs_root = std::exp2(n.log2_speedup);
   }
-  if (o.time_trajectory && !chain.empty()) {
+  if (s.o.time_trajectory && !chain.empty()) {
     std::vector<std::pair<Subject, Subject>> steps;
     for (int n : chain) steps.push_back({subject(search.nodes()[size_t(search.nodes()[size_t(n)].parent)]), subject(search.nodes()[size_t(n)])});
     auto res = comparer.compare(steps);
@@ -202,24 +239,52 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
       r.trajectory[k].faster = clears_noise(res[k].cmp);
     }
   }
-  // The roofline: the copy of the program's unavoidable bytes, a fact in the store like the
-  // comparisons (so a rerun on the store reports the same).
-  if (o.roofline) {
-    const ProgramTraffic traffic = program_traffic(root);
-    const std::string copy_key = measurement_key(
-        {"copy", runner->identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
-    std::optional<nlohmann::json> copy = store.get(copy_key);
-    if (!copy)
-      if (auto ms = runner->copy_ms(traffic.read_bytes, traffic.write_bytes)) {
-        store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
-        copy = store.get(copy_key);  // another run's entry wins
-      }
-    if (copy) r.roofline = Roofline{traffic, (*copy)["median_ms"].get<double>(), r.root_ms, r.best_ms, r.machine.threads};
-  }
-  r.cost_model = ranking_quality(std::vector<Features>(train_x.begin() + 1, train_x.end()),
-                                 std::vector<double>(train_y.begin() + 1, train_y.end()));
+  if (s.o.roofline) r.roofline = measure_roofline(s.store, s.runner, r.root, r.root_ms, r.best_ms, r.machine.threads);
+  r.cost_model = ranking_quality(std::vector<Features>(s.train_x.begin() + 1, s.train_x.end()),
+                                 std::vector<double>(s.train_y.begin() + 1, s.train_y.end()));
   r.reused = comparer.reused;
   r.measured_now = comparer.measured_now;
+  return r;
+}
+
+std::optional<Roofline> measure_roofline(MeasurementStore& store, Runner& runner, const leir::Program& root,
+                                         double root_ms, double best_ms, int threads) {
+  // The copy of the program's unavoidable bytes, a fact in the store like the comparisons (so a
+  // rerun on the store reports the same).
+  const ProgramTraffic traffic = program_traffic(root);
+  const std::string copy_key = measurement_key(
+      {"copy", runner.identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
+  std::optional<nlohmann::json> copy = store.get(copy_key);
+  if (!copy)
+    if (auto ms = runner.copy_ms(traffic.read_bytes, traffic.write_bytes)) {
+      store.put_all({{copy_key, nlohmann::json{{"median_ms", *ms}}}});
+      copy = store.get(copy_key);  // another run's entry wins
+    }
+  if (!copy) return std::nullopt;
+  return Roofline{traffic, (*copy)["median_ms"].get<double>(), root_ms, best_ms, threads};
+}
+
+std::unique_ptr<Runner> default_runner(const TuneOptions& o, const Machine& m) {
+  auto mo = o.measure;
+  mo.threads = m.threads;
+  return std::make_unique<CpuRunner>(mo, base::mix_seed(o.seed, 0x1b));
+}
+
+TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::function<void(const Progress&)>& progress) {
+  const auto t0 = Clock::now();
+  leir::validate(root);
+  const Machine machine = this_machine(o.threads);
+  std::unique_ptr<Runner> own;
+  Runner* runner = o.runner;
+  if (!runner) runner = (own = default_runner(o, machine)).get();
+  MeasurementStore store(o.store_path);
+  TuneSession session(root, o, store, *runner, machine);
+  while (session.trials() < o.trials) {
+    if (o.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= o.time_limit_s) break;
+    if (session.round(o.trials - session.trials()) == 0) break;
+    if (progress) progress(session.progress());
+  }
+  TuneResult r = session.finish();
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -246,24 +311,26 @@ json result_json(const TuneResult& r) {
     else h["error"] = t.error;
     history.push_back(h);
   }
-  return {{"program", r.root.name},
-          {"root_time_s", r.root_ms / 1e3},
-          {"best_time_s", r.best_ms / 1e3},
-          {"speedup", r.speedup},
-          {"trials_measured", r.trials},
-          {"measured_ok", r.measured},
-          {"not_verified", r.not_verified},
-          {"failed", r.failed},
-          {"threads", r.machine.threads},
-          {"machine", fingerprint(r.machine)},
-          {"verification", r.verification},
-          {"trajectory", trajectory_json(r)},
-          {"cost_model", r.cost_model},
-          {"roofline", r.roofline ? roofline_json(*r.roofline) : json(nullptr)},
-          {"search", {{"rounds", r.history.empty() ? 0 : r.history.back().round}, {"expanded", r.search.expanded},
-                      {"candidates", r.search.candidates}, {"duplicates", r.search.duplicates},
-                      {"invalid", r.search.invalid}}},
-          {"history", history}};
+  json j = {{"program", r.root.name},
+            {"root_time_s", r.root_ms / 1e3},
+            {"best_time_s", r.best_ms / 1e3},
+            {"speedup", r.speedup},
+            {"trials_measured", r.trials},
+            {"measured_ok", r.measured},
+            {"not_verified", r.not_verified},
+            {"failed", r.failed},
+            {"threads", r.machine.threads},
+            {"machine", fingerprint(r.machine)},
+            {"verification", r.verification},
+            {"trajectory", trajectory_json(r)},
+            {"cost_model", r.cost_model},
+            {"roofline", r.roofline ? roofline_json(*r.roofline) : json(nullptr)},
+            {"search", {{"rounds", r.history.empty() ? 0 : r.history.back().round}, {"expanded", r.search.expanded},
+                        {"candidates", r.search.candidates}, {"duplicates", r.search.duplicates},
+                        {"invalid", r.search.invalid}}},
+            {"history", history}};
+  if (!r.tasks.is_null()) j["tasks"] = r.tasks;  // only then: a single-root run's files stay as they were
+  return j;
 }
 
 }  // namespace steptp::tune

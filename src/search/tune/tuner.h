@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,10 +88,48 @@ struct TuneResult {
   Machine machine;
   nlohmann::json cost_model;  // ranking quality on held-out trials: learned vs analytic
   std::optional<Roofline> roofline;  // when the runner times (not the model runner, not a fake)
+  nlohmann::json tasks;  // tuned as tasks (search/tune/task_scheduler.h): {"unit", "list"}; null otherwise
   // Reporting only (never in the deterministic files):
   int measured_now = 0, reused = 0;
   double wall_s = 0;
 };
+
+class MeasurementStore;
+
+// One root's search, advanced a round at a time: tune() runs it to its budget; the task scheduler
+// (search/tune/task_scheduler.h) interleaves the sessions of a program's tasks on one store and
+// runner. `o.trials` and `o.time_limit_s` are the caller's to enforce; `o.runner` is ignored.
+class TuneSession {
+ public:
+  TuneSession(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner,
+              const Machine& m);
+  ~TuneSession();
+  TuneSession(const TuneSession&) = delete;
+  TuneSession& operator=(const TuneSession&) = delete;
+
+  // One round of at most `limit` trials; returns the trials it spent (0: nothing is left to try,
+  // exhausted() from then on).
+  int round(int limit);
+  // Confirmation of the best, its step timings and the roofline (as `o` asks): the result
+  // (wall_s left 0).
+  TuneResult finish();
+
+  int trials() const;
+  bool exhausted() const;
+  double root_ms() const;  // the root's time in its first session (0 before a measurement)
+  double best_ms() const;  // root_ms() over the search's best speedup so far
+  Progress progress() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The CpuRunner tune() uses when TuneOptions::runner is null.
+std::unique_ptr<Runner> default_runner(const TuneOptions& o, const Machine& m);
+// The roofline of `root` (its copy time a fact in `store`); nullopt when the runner times nothing.
+std::optional<Roofline> measure_roofline(MeasurementStore& store, Runner& runner, const leir::Program& root,
+                                         double root_ms, double best_ms, int threads);
 
 // Throws base::Error (Failed: store, XGBoost) and leir::LeirError (invalid root).
 TuneResult tune(const leir::Program& root, const TuneOptions& o,
