@@ -9,7 +9,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +54,7 @@ std::vector<RootGroup> synthetic_groups(int roots, int programs, uint64_t seed, 
   for (int r = 0; r < roots; ++r) {
     RootGroup g;
     g.workload = prefix + std::to_string(r);
+    g.family = "family" + std::to_string(r % 4);
     g.root = g.workload;
     for (auto& v : g.root_x) v = 10 * u(rng);
     for (int p = 0; p < programs; ++p) {
@@ -210,6 +213,17 @@ TEST(TrainingSet, HeldOutEvaluationNeverTrainsOnTheWorkloadItRanks) {
   EXPECT_GT(r["whole_root"]["pretrained"]["kendall_tau"].get<double>(), 0.6) << r["whole_root"].dump();
   EXPECT_LT(std::abs(r["whole_root"]["analytic"]["kendall_tau"].get<double>()), 0.3) << r["whole_root"].dump();
   EXPECT_EQ(r, evaluate_held_out(set, {.folds = 3, .seed = 4}));
+  // By family: a fold's training roots are those of the other families.
+  auto f = evaluate_held_out(set, {.folds = 2, .seed = 4, .by_family = true});
+  std::map<std::string, std::set<int>> folds_of_family;
+  for (const auto& root : f["per_root"]) {
+    auto g = std::find_if(set.groups.begin(), set.groups.end(),
+                          [&](const RootGroup& x) { return x.root == root["root"]; });
+    folds_of_family[g->family].insert(root["fold"].get<int>());
+  }
+  EXPECT_EQ(folds_of_family.size(), 4u);
+  for (const auto& [family, folds] : folds_of_family) EXPECT_EQ(folds.size(), 1u) << family;
+  EXPECT_EQ(f["folds"][0]["training_roots"].get<int>() + f["folds"][1]["training_roots"].get<int>(), 12);
 }
 
 }  // namespace

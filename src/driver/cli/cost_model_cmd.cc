@@ -1,6 +1,7 @@
 // steptp cost-model train SOURCE... -o FILE [--seed S] [--threads T] [--objective rank|regression]
 //                         [--exclude WORKLOAD]... [--json]
-// steptp cost-model eval SOURCE... [--folds K] [--seed S] [--threads T] [--objective ...] [--min-programs N] [--json]
+// steptp cost-model eval SOURCE... [--folds K] [--split workload|family] [--seed S] [--threads T] [--objective ...]
+//                        [--min-programs N] [--json]
 //
 // A cost model that transfers (docs/tune.md): `train` builds the training set from the records of
 // earlier runs (search/tune/training_set.h: a dataset folder, its steps.jsonl or its
@@ -28,6 +29,7 @@ struct CostModelOpts {
   uint64_t seed = 0;
   int threads = 0, folds = 5;
   size_t min_programs = 8;
+  std::string split = "workload";
   bool json = false;
 };
 
@@ -64,6 +66,10 @@ RegisterCommand cost_model_cmd{{"cost-model", "train and evaluate a cost model t
   eval->add_option("--folds", o->folds, "leave-workloads-out folds (default 5)")->check(CLI::Range(2, 1000));
   eval->add_option("--min-programs", o->min_programs, "evaluate roots with at least this many programs (default 8)")
       ->check(CLI::Range(3, 1000000));
+  eval->add_option("--split", o->split,
+                   "workload (hold out workloads) or family (hold out whole families: every conv workload at once)")
+      ->check(CLI::IsMember({"workload", "family"}))
+      ->capture_default_str();
 
   return [=]() -> int {
     const tune::Machine m = tune::this_machine(o->threads);
@@ -71,15 +77,16 @@ RegisterCommand cost_model_cmd{{"cost-model", "train and evaluate a cost model t
     const tune::Objective objective = tune::objective_from(o->objective);
     if (eval->parsed()) {
       auto r = tune::evaluate_held_out(set, {.folds = o->folds, .seed = o->seed, .objective = objective,
-                                             .min_programs = o->min_programs});
+                                             .min_programs = o->min_programs, .by_family = o->split == "family"});
       if (o->json) {
         std::cout << r.dump() << "\n";
         return 0;
       }
       std::cout << fmt::format("{} records, {} roots of {} workloads ({}); {} held-out roots ({} programs) in {} "
-                               "leave-workloads-out folds\n",
+                               "leave-{}-out folds\n",
                                set.records, set.groups.size(), r["workloads"].get<size_t>(), set.machine_kind,
-                               r["roots_evaluated"].get<size_t>(), r["programs_evaluated"].get<int>(), o->folds);
+                               r["roots_evaluated"].get<size_t>(), r["programs_evaluated"].get<int>(), o->folds,
+                               o->split == "family" ? "families" : "workloads");
       std::cout << "whole held-out root (k = min(5, programs/2)):\n";
       for (const char* name : {"pretrained", "analytic"}) std::cout << summary_line(name, r["whole_root"][name]);
       std::cout << fmt::format("  chance top-k recall {:.4f}\n", r["whole_root"]["chance_top_k_recall"].get<double>());

@@ -27,6 +27,7 @@ inline constexpr size_t kMinTrainingSamples = 6;
 // The measured programs of one root: the unit a ranking is learned and judged on.
 struct RootGroup {
   std::string workload;  // the workload's name (leave-workloads-out splits by it)
+  std::string family;    // its family (matmul, conv, ...; a stricter split)
   std::string root;      // content hash of the root program's text
   Features root_x;
   std::vector<Features> x;

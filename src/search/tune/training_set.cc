@@ -48,7 +48,7 @@ struct MeasuredProgram {
 };
 
 struct PendingRoot {
-  std::string workload, text;
+  std::string workload, family, text;
   std::map<std::string, MeasuredProgram> programs;  // text -> log2 speedups
 };
 
@@ -126,6 +126,7 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
       PendingRoot& root = roots[base::hex64(base::fnv1a(root_text))];
       root.text = root_text;
       root.workload = r.value("root", json::object()).value("name", std::string("?"));
+      root.family = r.value("root", json::object()).value("family", std::string("?"));
       auto add = [&](const std::string& text, double speedup) {
         if (!(speedup > 0) || !std::isfinite(speedup)) return;
         MeasuredProgram& e = root.programs[text];
@@ -147,6 +148,7 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
   for (auto& [hash, pending] : roots) {
     RootGroup g;
     g.workload = pending.workload;
+    g.family = pending.family;
     g.root = hash;
     g.root_x = extract_features(leir::program_from_text(pending.text, g.root), m);
     pending.programs[pending.text] = {0, 1};  // the root: speedup 1 by definition
@@ -162,13 +164,18 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
 
 json evaluate_held_out(const TrainingSet& set, const HeldOutOptions& o) {
   if (o.folds < 2) throw base::Error(base::ErrorKind::BadRequest, "--folds must be at least 2", "folds");
-  std::set<std::string> names;
-  for (const auto& g : set.groups) names.insert(g.workload);
-  std::vector<std::string> workloads(names.begin(), names.end());
+  auto unit_of = [&](const RootGroup& g) { return o.by_family ? g.family : g.workload; };
+  std::set<std::string> names, units;
+  for (const auto& g : set.groups) names.insert(g.workload), units.insert(unit_of(g));
+  std::vector<std::string> workloads(names.begin(), names.end()), dealt(units.begin(), units.end());
+  if (dealt.size() < size_t(o.folds))
+    throw base::Error(base::ErrorKind::Invalid,
+                      fmt::format("{} {} for {} folds", dealt.size(), o.by_family ? "families" : "workloads", o.folds));
   std::mt19937_64 rng(base::mix_seed(o.seed, 1));
-  std::shuffle(workloads.begin(), workloads.end(), rng);
-  std::map<std::string, int> fold_of;
-  for (size_t i = 0; i < workloads.size(); ++i) fold_of[workloads[i]] = int(i % size_t(o.folds));
+  std::shuffle(dealt.begin(), dealt.end(), rng);
+  std::map<std::string, int> fold_of_unit, fold_of;
+  for (size_t i = 0; i < dealt.size(); ++i) fold_of_unit[dealt[i]] = int(i % size_t(o.folds));
+  for (const auto& g : set.groups) fold_of[g.workload] = fold_of_unit[unit_of(g)];
 
   RankQualityMeans whole, half;
   json roots = json::array(), folds = json::array();
@@ -233,6 +240,7 @@ json evaluate_held_out(const TrainingSet& set, const HeldOutOptions& o) {
   return {{"machine_kind", set.machine_kind},
           {"objective", o.objective == Objective::Rank ? "rank" : "regression"},
           {"seed", o.seed},
+          {"split", o.by_family ? "family" : "workload"},
           {"folds", folds},
           {"records", set.records},
           {"roots", set.groups.size()},

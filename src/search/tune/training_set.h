@@ -36,14 +36,17 @@ struct TrainingSet {
 TrainingSet build_training_set(const std::vector<std::string>& sources, const Machine& m);
 
 struct HeldOutOptions {
-  int folds = 5;            // workloads are dealt into this many folds (seeded)
+  int folds = 5;            // workloads (or families) are dealt into this many folds (seeded)
   uint64_t seed = 0;
   Objective objective = Objective::Rank;
   size_t min_programs = 8;  // roots with fewer measured programs are not evaluated (too few pairs)
+  // Hold out whole families (every conv workload in one fold), so no workload of the same kind
+  // with other shapes or epilogues (conv2d beside conv2d_asymmetric) is in training.
+  bool by_family = false;
 };
 
-// Leave-workloads-out cross-validation: for each fold, a model pre-trained on the roots of every
-// other fold's workloads ranks the programs of each root of the fold's workloads, beside the
+// Leave-workloads-out (or leave-families-out) cross-validation: for each fold, a model pre-trained
+// on the roots of every other fold's workloads ranks the programs of each root of the fold's workloads, beside the
 // analytic prior, a per-root model (CostModel trained on a seeded half of the root's programs,
 // as the tuner's would be) and the pre-trained model fine-tuned on that half. Kendall tau and
 // top-k recall per root, averaged over roots. The result is documented in docs/tune.md.
