@@ -1,5 +1,6 @@
-// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--measure cpu|model] [--json]
-// [--no-tasks]: measurement-guided search from one program (search/tune/tuner.h; a program of several tasks is
+// steptp tune FILE [--trials N] [--time-limit S] [--threads T] [--seed S] [--out DIR] [--measure cpu|model]
+//             [--cost-model FILE] [--no-tasks] [--json]:
+// measurement-guided search from one program (search/tune/tuner.h; a program of several tasks is
 // tuned task by task, search/tune/task_scheduler.h); `--measure model` ranks by the
 // analytic estimate instead of timings (apps/optimize/model_runner.h: deterministic, for checks). Writes
 // DIR/best.json (the best program, LEIR.md §1 JSON), DIR/trajectory.json (its steps from the root,
@@ -39,7 +40,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements in the loop", [](CLI::App& sub) {
   struct Opts {
-    std::string file, out = "tune-out", store, measure = "cpu";
+    std::string file, out = "tune-out", store, measure = "cpu", cost_model;
     int trials = 64, threads = 0;
     double time_limit = 0;
     uint64_t seed = 0;
@@ -64,6 +65,10 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
   sub.add_flag("--no-tasks", o->no_tasks,
                "tune the whole program as one root, even when it splits into several tasks (by default its heavy "
                "nests are tuned as tasks with trials allocated by the task scheduler, docs/tune.md)");
+  sub.add_option("--cost-model", o->cost_model,
+                 "pre-trained cost model (`steptp cost-model train`, this machine's kind): ranks candidates from the "
+                 "first round and is fine-tuned on this root's measurements (default: the analytic prior, then a "
+                 "model trained from scratch)");
   sub.add_flag("--json", o->json, "print one JSON object on stdout");
   sub.add_flag("--quiet", o->quiet,
                "no progress on stderr (by default a status line on a terminal; otherwise a line per tuner round, "
@@ -82,6 +87,7 @@ RegisterCommand tune_cmd{{"tune", "search for a faster program with measurements
     t.time_limit_s = o->time_limit;
     t.threads = o->threads;
     t.seed = o->seed;
+    t.cost_model = o->cost_model;
     t.store_path = o->store.empty() ? (fs::path(o->out) / "measurements.sqlite").string() : o->store;
     std::unique_ptr<tune::Runner> model;
     if (o->measure == "model") t.runner = (model = std::make_unique<optimize::ModelRunner>(o->threads)).get();

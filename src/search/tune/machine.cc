@@ -91,4 +91,15 @@ std::string fingerprint(const Machine& m) {
   return fmt::format("cpu={};cores={};compiler={};threads={}", m.cpu_model, m.cores, m.compiler, m.threads);
 }
 
+std::string machine_kind(const std::string& cpu, int cores, int threads, int vector_bytes,
+                         const std::string& compiler) {
+  return fmt::format("cpu={};cores={};threads={};vector_bytes={};compiler={}", cpu, cores, threads, vector_bytes,
+                     compiler);
+}
+
+std::string machine_kind(const Machine& m) {
+  // m.compiler is "<version line> #<hash of the whole identity>" (this_machine).
+  return machine_kind(m.cpu_model, m.cores, m.threads, m.vector_bytes, m.compiler.substr(0, m.compiler.rfind(" #")));
+}
+
 }  // namespace steptp::tune

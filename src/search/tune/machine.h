@@ -53,5 +53,13 @@ int core_count();
 Machine this_machine(int threads = 0);
 // "cpu=...;cores=N;compiler=...;threads=T" (the caches follow from the CPU model).
 std::string fingerprint(const Machine& m);
+// The kind of machine a cost model is trained for (search/tune/cost_model.h PretrainedModel):
+// "cpu=...;cores=N;threads=T;vector_bytes=V;compiler=<version line>" — the fingerprint without
+// the hash of the compiler's flags and prelude (a prelude change does not change which programs
+// are fast) but with the vector width the kernels are compiled for (STEPTP_ISA=avx2 is another
+// kind). Records of `steptp generate` carry the same fields (machine_kind_of_record).
+std::string machine_kind(const Machine& m);
+std::string machine_kind(const std::string& cpu, int cores, int threads, int vector_bytes,
+                         const std::string& compiler);
 
 }  // namespace steptp::tune

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "ir/leir/program_io.h"
 #include "ir/leir/validate.h"
 #include "transform/sampler.h"
@@ -33,8 +34,10 @@ std::string strategy_path(const strategies::Trace& t) {
 
 // Held-out ranking quality: trained on the first half of the measured trials (in measurement
 // order), tested on the second half — the situation of the search, which ranks candidates it
-// has not measured yet with a model of the ones it has.
-json ranking_quality(const std::vector<Features>& x, const std::vector<double>& y) {
+// has not measured yet with a model of the ones it has. With a pre-trained model: also its own
+// ranking and that of its copy fine-tuned on the first half (the tuner's model at that point).
+json ranking_quality(const std::vector<Features>& x, const std::vector<double>& y,
+                     const std::shared_ptr<const PretrainedModel>& pretrained, const Features& root) {
   const size_t n = x.size();
   if (n < 2 * kMinTrainingSamples)
     return {{"held_out", n / 2}, {"kendall_tau", nullptr}, {"top_k_recall", nullptr},
@@ -49,11 +52,34 @@ json ranking_quality(const std::vector<Features>& x, const std::vector<double>& 
   for (const auto& r : xte) pa.push_back(CostModel::prior(r));
   size_t k = std::max<size_t>(1, std::min<size_t>(5, yte.size() / 4));
   auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
-  return {{"held_out", yte.size()},
-          {"k", k},
-          {"kendall_tau", r4(kendall_tau(pl, yte))},
-          {"top_k_recall", r4(top_k_recall(pl, yte, k))},
-          {"analytic", {{"kendall_tau", r4(kendall_tau(pa, yte))}, {"top_k_recall", r4(top_k_recall(pa, yte, k))}}}};
+  auto quality = [&](const std::vector<double>& p) {
+    return json{{"kendall_tau", r4(kendall_tau(p, yte))}, {"top_k_recall", r4(top_k_recall(p, yte, k))}};
+  };
+  json out = {{"held_out", yte.size()},
+              {"k", k},
+              {"kendall_tau", r4(kendall_tau(pl, yte))},
+              {"top_k_recall", r4(top_k_recall(pl, yte, k))},
+              {"analytic", quality(pa)}};
+  if (pretrained) {
+    CostModel fine;
+    fine.use_pretrained(pretrained, root);
+    fine.train(xtr, ytr);
+    out["pretrained"] = quality(pretrained->predict(root, xte));
+    out["fine_tuned"] = quality(fine.predict(xte));
+  }
+  return out;
+}
+
+// The pre-trained cost model of `o`, checked against this run's machine kind; null: none.
+std::shared_ptr<const PretrainedModel> load_pretrained(const TuneOptions& o, const Machine& m) {
+  if (o.cost_model.empty()) return nullptr;
+  auto pretrained = PretrainedModel::load(o.cost_model);
+  if (pretrained->machine_kind() != machine_kind(m))
+    throw base::Error(base::ErrorKind::Invalid,
+                      fmt::format("{}: cost model trained for machine kind '{}', but this run is '{}' (a model is "
+                                  "per machine kind: train one here with `steptp cost-model train`)",
+                                  o.cost_model, pretrained->machine_kind(), machine_kind(m)));
+  return pretrained;
 }
 
 }  // namespace
@@ -66,7 +92,9 @@ struct TuneSession::State {
         comparer(store, runner),
         search(root, m, search_options(o)),
         verify_seed(base::mix_seed(o.seed, 0x7e)),
-        verifier(root, verify_seed) {
+        verifier(root, verify_seed),
+        pretrained(load_pretrained(o, m)) {
+    if (pretrained) model.use_pretrained(pretrained, search.nodes()[0].x);
     r.root = root;
     r.best = root;
     r.machine = m;
@@ -87,6 +115,7 @@ struct TuneSession::State {
   EvolutionarySearch search;
   const uint64_t verify_seed;
   RootVerifier verifier;
+  std::shared_ptr<const PretrainedModel> pretrained;
   CostModel model;
   TuneResult r;
   // Nodes live in a growing vector: take references only while no round runs.
@@ -241,7 +270,8 @@ TuneResult TuneSession::finish() {
   }
   if (s.o.roofline) r.roofline = measure_roofline(s.store, s.runner, r.root, r.root_ms, r.best_ms, r.machine.threads);
   r.cost_model = ranking_quality(std::vector<Features>(s.train_x.begin() + 1, s.train_x.end()),
-                                 std::vector<double>(s.train_y.begin() + 1, s.train_y.end()));
+                                 std::vector<double>(s.train_y.begin() + 1, s.train_y.end()), s.pretrained,
+                                 s.search.nodes()[0].x);
   r.reused = comparer.reused;
   r.measured_now = comparer.measured_now;
   return r;

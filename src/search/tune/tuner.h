@@ -51,6 +51,10 @@ struct TuneOptions {
   bool time_trajectory = true;  // time the best trace step by step
   bool roofline = true;         // time the copy of the root's unavoidable bytes (TuneResult::roofline)
   Runner* runner = nullptr;     // null: a CpuRunner with `measure` and `threads`
+  // A pre-trained cost model file (search/tune/cost_model.h PretrainedModel, `steptp cost-model
+  // train`) the per-root model starts from and fine-tunes; empty: none (the analytic prior, then
+  // a model trained from scratch). It must be of this run's machine kind (base::Error Invalid).
+  std::string cost_model;
 };
 
 struct Progress {
@@ -86,7 +90,7 @@ struct TuneResult {
   SearchStats search;
   std::string verification;  // method
   Machine machine;
-  nlohmann::json cost_model;  // ranking quality on held-out trials: learned vs analytic
+  nlohmann::json cost_model;  // ranking quality on held-out trials: learned vs analytic (vs pre-trained)
   std::optional<Roofline> roofline;  // when the runner times (not the model runner, not a fake)
   nlohmann::json tasks;  // tuned as tasks (search/tune/task_scheduler.h): {"unit", "list"}; null otherwise
   // Reporting only (never in the deterministic files):

@@ -1,0 +1,230 @@
+// The cost model that transfers (search/tune/cost_model.h PretrainedModel, search/tune/training_set.h):
+// the training set is read from records beside a store, a saved model predicts what it predicted
+// before, training is a function of the data and the seed, a model of another machine kind is
+// refused, and a model trained where the target is a known function of a feature ranks the
+// programs of workloads it never saw.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "ir/leir/program_io.h"
+#include "search/tune/cost_model.h"
+#include "search/tune/database.h"
+#include "search/tune/training_set.h"
+#include "search/tune/tuner.h"
+#include "tune/fake_runner.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace steptp::tune {
+namespace {
+
+fs::path transfer_tmp(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("steptp_transfer_test_" + std::to_string(getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+size_t feature_index(std::string_view name) {
+  const auto& n = feature_names();
+  for (size_t i = 0; i < n.size(); ++i)
+    if (n[i] == name) return i;
+  ADD_FAILURE() << "no feature " << name;
+  return 0;
+}
+
+// Synthetic roots: random features; the measured log2 speedup is the change of one feature
+// (vectorizable_share) from the root's, so the order within a root follows that feature alone.
+std::vector<RootGroup> synthetic_groups(int roots, int programs, uint64_t seed, const std::string& prefix) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  const size_t key = feature_index("vectorizable_share");
+  std::vector<RootGroup> out;
+  for (int r = 0; r < roots; ++r) {
+    RootGroup g;
+    g.workload = prefix + std::to_string(r);
+    g.family = "family" + std::to_string(r % 4);
+    g.root = g.workload;
+    for (auto& v : g.root_x) v = 10 * u(rng);
+    for (int p = 0; p < programs; ++p) {
+      Features x;
+      for (auto& v : x) v = 10 * u(rng);
+      g.x.push_back(x);
+      g.log2_speedup.push_back(3.0 * (x[key] - g.root_x[key]));
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+TEST(PretrainedModel, RanksTheProgramsOfWorkloadsItNeverSaw) {
+  auto model = PretrainedModel::train(synthetic_groups(30, 12, 1, "seen"), "kind", 7);
+  double tau = 0;
+  auto held = synthetic_groups(10, 12, 2, "unseen");
+  for (const auto& g : held) tau += kendall_tau(model->predict(g.root_x, g.x), g.log2_speedup);
+  EXPECT_GT(tau / double(held.size()), 0.8);
+  // Fine-tuned on half of a held-out root's programs, it still ranks the other half.
+  const RootGroup& g = held[0];
+  std::vector<Features> xtr(g.x.begin(), g.x.begin() + 6), xte(g.x.begin() + 6, g.x.end());
+  std::vector<double> ytr(g.log2_speedup.begin(), g.log2_speedup.begin() + 6),
+      yte(g.log2_speedup.begin() + 6, g.log2_speedup.end());
+  CostModel fine;
+  fine.use_pretrained(model, g.root_x);
+  EXPECT_TRUE(fine.learned());
+  EXPECT_EQ(fine.predict(xte), model->predict(g.root_x, xte));  // before any measurement: the pre-trained model
+  fine.train(xtr, ytr);
+  EXPECT_GT(kendall_tau(fine.predict(xte), yte), 0.5);
+}
+
+TEST(PretrainedModel, SaveLoadRoundTripPredictsTheSameAndTrainingIsDeterministic) {
+  auto groups = synthetic_groups(8, 10, 3, "w");
+  auto a = PretrainedModel::train(groups, "cpu=test", 11);
+  auto b = PretrainedModel::train(groups, "cpu=test", 11);
+  EXPECT_EQ(a->booster_json(), b->booster_json());
+  const fs::path dir = transfer_tmp("round_trip");
+  a->save((dir / "m.json").string());
+  b->save((dir / "m2.json").string());
+  std::ifstream f1(dir / "m.json"), f2(dir / "m2.json");
+  std::string s1((std::istreambuf_iterator<char>(f1)), {}), s2((std::istreambuf_iterator<char>(f2)), {});
+  EXPECT_EQ(s1, s2);
+  auto loaded = PretrainedModel::load((dir / "m.json").string());
+  EXPECT_EQ(loaded->machine_kind(), "cpu=test");
+  EXPECT_EQ(loaded->training()["seed"], 11);
+  for (const auto& g : groups) EXPECT_EQ(loaded->predict(g.root_x, g.x), a->predict(g.root_x, g.x));
+  // Not a model file.
+  std::ofstream((dir / "bad.json").string()) << "{\"format\": \"other\"}";
+  EXPECT_THROW(PretrainedModel::load((dir / "bad.json").string()), base::Error);
+}
+
+leir::Program scale_root() {
+  return leir::program_from_text(
+      "input A: f64[8,64]\noutput C: f64[8,64]\n"
+      "B^{8}_{tx=0}L^{64}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];",
+      "scale.leir");
+}
+
+TEST(PretrainedModel, ATuneRunRefusesAModelOfAnotherMachineKind) {
+  const fs::path dir = transfer_tmp("kind");
+  PretrainedModel::train(synthetic_groups(4, 6, 5, "w"), "cpu=Another CPU;cores=64", 1)
+      ->save((dir / "m.json").string());
+  leir::Program root = scale_root();
+  testing::FakeRunner fake(root);
+  TuneOptions o;
+  o.trials = 8;
+  o.store_path = (dir / "s.sqlite").string();
+  o.runner = &fake;
+  o.cost_model = (dir / "m.json").string();
+  try {
+    tune(root, o);
+    FAIL() << "a model of another machine kind was accepted";
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::Invalid);
+    EXPECT_NE(std::string(e.what()).find("machine kind 'cpu=Another CPU;cores=64'"), std::string::npos) << e.what();
+  }
+  // This machine's kind: the run uses it and reports its ranking beside the others.
+  PretrainedModel::train(synthetic_groups(4, 6, 5, "w"), machine_kind(this_machine(0)), 1)
+      ->save((dir / "m.json").string());
+  o.trials = 16;
+  auto r = tune(root, o);
+  EXPECT_TRUE(r.history.front().learned);  // ranked by the pre-trained model from the first round
+  EXPECT_TRUE(r.cost_model.contains("pretrained")) << r.cost_model.dump();
+}
+
+// A record as `steptp generate` writes it (the fields the builder reads).
+json record(const Machine& m, const std::string& root, const std::string& parent, double parent_speedup,
+            const std::string& result, double speedup) {
+  json machine = {{"cpu", m.cpu_model},       {"cores", m.cores},
+                  {"threads", m.threads},     {"vector_bytes", m.vector_bytes},
+                  {"compiler", m.compiler.substr(0, m.compiler.rfind(" #"))}};
+  return {{"root", {{"name", "scale"}}},
+          {"root_program", root},
+          {"parent_program", parent},
+          {"parent_speedup_measured", true},
+          {"parent_speedup_vs_root", parent_speedup},
+          {"machine", machine},
+          {"answers", json::array({{{"result_program", result},
+                                    {"cost", {{"measured", true}, {"speedup_vs_root", speedup}}}}})}};
+}
+
+TEST(TrainingSet, ReadsTheRecordsBesideAStoreAndRefusesAnotherMachineKind) {
+  const fs::path dir = transfer_tmp("store");
+  { MeasurementStore store((dir / "measurements.sqlite").string()); }
+  const Machine m = this_machine(2);
+  const std::string root = leir::program_to_text(scale_root(), false);
+  const std::string par = "input A: f64[8,64]\noutput C: f64[8,64]\n"
+                          "P^{8}_{tx=0}L^{64}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];";
+  const std::string vec = "input A: f64[8,64]\noutput C: f64[8,64]\n"
+                          "P^{8}_{tx=0}V^{64}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];";
+  {
+    std::ofstream f(dir / "steps.jsonl");
+    f << record(m, root, root, 1.0, par, 2.0).dump() << "\n";
+    f << record(m, root, par, 2.0, vec, 8.0).dump() << "\n";
+    // The parallel program measured a third time: its log2 speedup is the mean of 1, 1 and 2.
+    f << record(m, root, par, 4.0, vec, 8.0).dump() << "\n";
+  }
+  TrainingSet set = build_training_set({(dir / "measurements.sqlite").string()}, m);
+  EXPECT_EQ(set.records, 3);
+  ASSERT_EQ(set.groups.size(), 1u);
+  const RootGroup& g = set.groups[0];
+  EXPECT_EQ(g.workload, "scale");
+  ASSERT_EQ(g.x.size(), 3u);  // root, parallel, parallel + vectorized
+  std::vector<double> y = g.log2_speedup;
+  std::sort(y.begin(), y.end());
+  EXPECT_DOUBLE_EQ(y[0], 0);
+  EXPECT_DOUBLE_EQ(y[1], 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(y[2], 3);
+  // Features are the extractor's for this machine.
+  const auto root_x = extract_features(scale_root(), m);
+  EXPECT_EQ(g.root_x, root_x);
+  // Another machine kind (4 timed threads): a clear error naming the line.
+  try {
+    build_training_set({dir.string()}, this_machine(4));
+    FAIL() << "records of another machine kind were accepted";
+  } catch (const base::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("steps.jsonl:1:1: measured on machine kind"), std::string::npos) << e.what();
+  }
+  // A folder without records (a tune output folder): its reason.
+  const fs::path empty = transfer_tmp("tune_out");
+  EXPECT_THROW(build_training_set({empty.string()}, m), base::Error);
+}
+
+TEST(TrainingSet, HeldOutEvaluationNeverTrainsOnTheWorkloadItRanks) {
+  TrainingSet set;
+  set.machine_kind = "kind";
+  set.groups = synthetic_groups(12, 10, 9, "w");
+  auto r = evaluate_held_out(set, {.folds = 3, .seed = 4});
+  EXPECT_EQ(r["roots_evaluated"], 12);
+  for (const auto& root : r["per_root"]) {
+    const auto& held = r["folds"][root["fold"].get<size_t>()]["held_out_workloads"];
+    EXPECT_NE(std::find(held.begin(), held.end(), root["workload"]), held.end());
+  }
+  // The synthetic target transfers; the analytic prior (a random feature here) does not.
+  EXPECT_GT(r["whole_root"]["pretrained"]["kendall_tau"].get<double>(), 0.6) << r["whole_root"].dump();
+  EXPECT_LT(std::abs(r["whole_root"]["analytic"]["kendall_tau"].get<double>()), 0.3) << r["whole_root"].dump();
+  EXPECT_EQ(r, evaluate_held_out(set, {.folds = 3, .seed = 4}));
+  // By family: a fold's training roots are those of the other families.
+  auto f = evaluate_held_out(set, {.folds = 2, .seed = 4, .by_family = true});
+  std::map<std::string, std::set<int>> folds_of_family;
+  for (const auto& root : f["per_root"]) {
+    auto g = std::find_if(set.groups.begin(), set.groups.end(),
+                          [&](const RootGroup& x) { return x.root == root["root"]; });
+    folds_of_family[g->family].insert(root["fold"].get<int>());
+  }
+  EXPECT_EQ(folds_of_family.size(), 4u);
+  for (const auto& [family, folds] : folds_of_family) EXPECT_EQ(folds.size(), 1u) << family;
+  EXPECT_EQ(f["folds"][0]["training_roots"].get<int>() + f["folds"][1]["training_roots"].get<int>(), 12);
+}
+
+}  // namespace
+}  // namespace steptp::tune
