@@ -360,8 +360,8 @@ class Emitter : public CExprEmitter {
     out_ += '\n';
   }
 
-  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
-    throw TargetRejection(p_.file, loc, "cpu backend: ", msg);
+  [[noreturn]] void fail(const leir::SourceLoc& loc, RejectionCode code, const std::string& msg) const override {
+    throw TargetRejection(p_.file, loc, "cpu backend: ", code, msg);
   }
 
   DType storage(const std::string& tensor) const {
