@@ -48,8 +48,9 @@ std::string CExprEmitter::index(const ExprPtr& e) const {
 std::string CExprEmitter::flat(const ExprPtr& access) const {
   const auto& info = table_.at(access->tensor);
   if (access->args.size() != info.shape.size())
-    fail(access->loc, RejectionCode::RankMismatch, fmt::format("{} has rank {}, accessed with {} subscripts", access->tensor, info.shape.size(),
-                                  access->args.size()));
+    fail(access->loc, RejectionCode::RankMismatch,
+         fmt::format("{} has rank {}, accessed with {} subscripts", access->tensor, info.shape.size(),
+                     access->args.size()));
   if (info.shape.empty()) return "0";
   int64_t stride = 1;
   std::vector<std::string> parts(info.shape.size());

@@ -637,7 +637,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
   // Workers fill this rank's store. The groups go to them as to the ranks (by missing
   // comparisons, longest first, each to the least loaded worker; sharding.h) and each worker
   // takes its own longest first, as the search's workers do. The store, not the worker that
-  // timed a comparison, decides the records (records_from_store), so the split changes no output
+  // timed a comparison, decides the records (measure_kept), so the split changes no output
   // byte. Per-worker timing comes back through shared memory.
   struct WorkerTiming {
     double compile_s, measure_s;
@@ -668,7 +668,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
       progress.advance(fmt::format("{} measured ({} comparisons timed, {} reused)", key, st.measured, st.reused));
     }
   };
-  // A worker that dies leaves comparisons missing: records_from_store measures them on rank 0.
+  // A worker that dies leaves comparisons missing: the measure stage (measure_kept) times them on rank 0.
   if (!mine.empty())
     run_workers(J, [&](int k) {
       worker(k);

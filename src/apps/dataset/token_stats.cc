@@ -54,7 +54,8 @@ bool ProgramTexts::all_accepted() const {
 }
 
 std::string reason_class(const std::exception& e) {
-  if (const auto* r = dynamic_cast<const backend::TargetRejection*>(&e)) return std::string(backend::rejection_group(r->code()));
+  if (const auto* r = dynamic_cast<const backend::TargetRejection*>(&e))
+    return std::string(backend::rejection_group(r->code()));
   return fmt::format("{} error, not a target's rejection", base::info(base::kind_of(e)).name);
 }
 

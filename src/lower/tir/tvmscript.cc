@@ -118,7 +118,9 @@ struct Emitter {
         [](int64_t v) { return std::to_string(v); },
         [this](const leir::Expr& v) {
           auto it = block_vars.find(v.var_name());
-          if (it == block_vars.end()) fail(v.loc, RejectionCode::UnboundIndexVariable, fmt::format("index variable '{}' is not bound", v.var_name()));
+          if (it == block_vars.end())
+            fail(v.loc, RejectionCode::UnboundIndexVariable,
+                 fmt::format("index variable '{}' is not bound", v.var_name()));
           return it->second;
         },
         [this](const ExprPtr& a) { return fmt::format("T.Cast(\"int32\", {})", access(a)); },
@@ -293,7 +295,8 @@ struct Emitter {
       case LoopKind::Bound: {
         std::string tag = thread_tag(l.var);
         if (tag.empty())
-          fail(l.loc, RejectionCode::UnboundGpuAxis, fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
+          fail(l.loc, RejectionCode::UnboundGpuAxis,
+               fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
         return fmt::format("for {} in T.thread_binding({}, thread=\"{}\"):", v, range, tag);
       }
     }
