@@ -42,14 +42,15 @@ std::string CExprEmitter::index(const ExprPtr& e) const {
                   [](const leir::Expr& v) { return "v_" + v.var_name(); },
                   [this](const ExprPtr& a) { return fmt::format("static_cast<int64_t>(t_{}[{}])", a->tensor, flat(a)); },
                   "steptp_fdiv_i", "steptp_mod_i", true};
-  return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
+  return emit_index(e, s, [this](leir::SourceLoc loc, RejectionCode c, const std::string& m) { fail(loc, c, m); });
 }
 
 std::string CExprEmitter::flat(const ExprPtr& access) const {
   const auto& info = table_.at(access->tensor);
   if (access->args.size() != info.shape.size())
-    fail(access->loc, fmt::format("{} has rank {}, accessed with {} subscripts", access->tensor, info.shape.size(),
-                                  access->args.size()));
+    fail(access->loc, RejectionCode::RankMismatch,
+         fmt::format("{} has rank {}, accessed with {} subscripts", access->tensor, info.shape.size(),
+                     access->args.size()));
   if (info.shape.empty()) return "0";
   int64_t stride = 1;
   std::vector<std::string> parts(info.shape.size());
@@ -115,7 +116,7 @@ std::string CExprEmitter::value(const ExprPtr& e) const {
       return f->second + "(" + args + ")";
     }
   }
-  fail(e->loc, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
+  fail(e->loc, RejectionCode::UnloweredExpression, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
   // fail() is [[noreturn]], but GCC does not carry that through a virtual call.
   __builtin_unreachable();
 }

@@ -11,6 +11,7 @@
 
 #include "ir/leir/ast.h"
 #include "ir/leir/tensors.h"
+#include "lower/rejection.h"
 
 namespace steptp::backend {
 
@@ -45,7 +46,7 @@ class CExprEmitter {
   std::string compute_type(const leir::Stmt& s, bool all_f64 = false) const;
 
  protected:
-  [[noreturn]] virtual void fail(const leir::SourceLoc& loc, const std::string& msg) const = 0;
+  [[noreturn]] virtual void fail(const leir::SourceLoc& loc, RejectionCode code, const std::string& msg) const = 0;
   // A target's own spelling of an access as a value / a condition; nullopt: the default.
   virtual std::optional<std::string> access_value(const leir::ExprPtr&) const { return std::nullopt; }
   virtual std::optional<std::string> access_condition(const leir::ExprPtr&) const { return std::nullopt; }

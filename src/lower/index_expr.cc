@@ -17,7 +17,8 @@ std::string emit_index(const leir::ExprPtr& e, const IndexSpelling& s, const Fai
   switch (e->kind) {
     case ExprKind::Number:
       if (e->value != std::floor(e->value) || std::isinf(e->value))
-        fail(e->loc, fmt::format("subscript literal '{}' is not an integer", leir::print_expr(e)));
+        fail(e->loc, RejectionCode::NonIntegerSubscriptLiteral,
+             fmt::format("subscript literal '{}' is not an integer", leir::print_expr(e)));
       return s.number(static_cast<int64_t>(e->value));
     case ExprKind::IndexVar: return s.var(*e);
     case ExprKind::Access: return s.gather(e);
@@ -36,7 +37,8 @@ std::string emit_index(const leir::ExprPtr& e, const IndexSpelling& s, const Fai
     }
     default: break;
   }
-  fail(e->loc, fmt::format("'{}' is not an integer subscript expression (+ - * // % only)", leir::print_expr(e)));
+  fail(e->loc, RejectionCode::NonIntegerSubscript,
+       fmt::format("'{}' is not an integer subscript expression (+ - * // % only)", leir::print_expr(e)));
   throw std::logic_error("emit_index: fail() returned");
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/leir/ast.h"
+#include "lower/rejection.h"
 
 namespace steptp::backend {
 
@@ -18,8 +19,8 @@ struct IndexSpelling {
   bool parenthesize_neg = true;                           // "(-x)" rather than "-x"
 };
 
-// Throws leir::LeirError through `fail` for anything that is not an integer subscript.
-using FailFn = std::function<void(leir::SourceLoc, const std::string&)>;
+// Throws the target's rejection through `fail` for anything that is not an integer subscript.
+using FailFn = std::function<void(leir::SourceLoc, RejectionCode, const std::string&)>;
 std::string emit_index(const leir::ExprPtr& e, const IndexSpelling& s, const FailFn& fail);
 
 }  // namespace steptp::backend

@@ -13,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/dataset/cluster.h"
 #include "apps/dataset/dataset.h"
 #include "dataset/dataset_test_util.h"
 #include "apps/dataset/measurement.h"
 #include "apps/dataset/record_stats.h"
+#include "base/progress.h"
 #include "ir/leir/program_io.h"
 #include "search/tune/database.h"
 #include "search/tune/runner.h"
@@ -196,6 +198,45 @@ TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
   EXPECT_EQ(again.calls, 0);
   EXPECT_EQ(st2.measured, 0);
   EXPECT_EQ(st2.reused, 11);
+}
+
+// The measure stage (measure_kept) is a function of the records, the options and the store: alone
+// it times what the store lacks itself; after the plumbing (fill_store, here one process) has
+// filled the store it times nothing and writes the same records.
+TEST_F(Labels, TheMeasureStageIsAFunctionOfTheRecordsAndTheStore) {
+  const std::vector<json> given(records_.begin(), records_.end());
+  std::vector<char> filtered(given.size(), 1);
+  filtered[6] = 0;  // M's record, left out by the filter: neither timed nor rewritten
+  o_.measurements = (dir_ / "alone.sqlite").string();
+  std::vector<json> alone = given;
+  std::vector<char> keep_alone = filtered;
+  const MeasureSummary by_stage = measure_kept(alone, keep_alone, o_);
+  EXPECT_EQ(by_stage.measured, runner_.calls);
+  EXPECT_GT(by_stage.measured, 0);
+  EXPECT_EQ(keep_alone, (std::vector<char>{1, 1, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(alone[6], given[6]);
+
+  ScriptedRunner fresh = runner_;
+  fresh.calls = 0;
+  fresh.sessions.clear();
+  o_.tune_runner = &fresh;
+  o_.measurements = (dir_ / "filled.sqlite").string();
+  o_.jobs = 1;
+  SingleProcess one;
+  Progress quiet("test", ProgressStyle::Off);
+  std::vector<json> recs = given;
+  std::vector<char> keep = filtered;
+  const FillTiming filled = fill_store(recs, keep, o_, one, quiet);
+  EXPECT_EQ(filled.measured, by_stage.measured);
+  EXPECT_EQ(fresh.calls, by_stage.measured);
+  MeasureSummary sum = measure_kept(recs, keep, o_);
+  EXPECT_EQ(fresh.calls, by_stage.measured) << "the stage found every comparison in the store";
+  EXPECT_EQ(sum.measured, 0);
+  sum.add(filled);
+  EXPECT_EQ(sum.measured, by_stage.measured);
+  EXPECT_EQ(sum.to_json(), by_stage.to_json());
+  EXPECT_EQ(keep, keep_alone);
+  EXPECT_EQ(json(recs).dump(), json(alone).dump());
 }
 
 TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {

@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -69,14 +73,16 @@ TEST(TokenStats, ARejectedProgramLeavesEveryColumnAndIsCounted) {
   auto m = leir::program_from_text(kMatmul);
   auto h = leir::program_from_text(kHalf);
   // The rejection is typed: its reason apart from the target's prefix the message opens with.
-  std::string rejection;
+  std::optional<backend::RejectionCode> code;
   try {
     backend::cuda::generate_cuda(h);
     ADD_FAILURE() << "the CUDA target lowers a half-precision program";
   } catch (const backend::TargetRejection& e) {
     EXPECT_EQ(std::string(e.message()), "cuda target rejects the program: " + e.reason());
-    rejection = e.reason();
+    EXPECT_EQ(e.reason(), "tensor A has dtype f16, which this CUDA backend does not lower");
+    code = e.code();
   }
+  EXPECT_EQ(code, backend::RejectionCode::UnsupportedDtype);
   EXPECT_NO_THROW(backend::cpu::generate_cpu_kernel(h));
   auto both = compare_tokens({m, h}, tok());
   auto only = compare_tokens({m}, tok());
@@ -88,22 +94,38 @@ TEST(TokenStats, ARejectedProgramLeavesEveryColumnAndIsCounted) {
   ASSERT_EQ(both["excluded"]["cuda"]["reasons"].size(), 1u);
   std::string reason = both["excluded"]["cuda"]["reasons"].begin().key();
   EXPECT_NE(reason.find("dtype"), std::string::npos) << reason;
-  EXPECT_EQ(reason, reason_class(rejection, tensor_names(h)));
+  EXPECT_EQ(reason, backend::rejection_group(backend::RejectionCode::UnsupportedDtype));
 }
 
-TEST(TokenStats, ReasonClassDropsNamesAndNumbers) {
-  EXPECT_EQ(reason_class("tx extent 2048 exceeds the limit 1024"), "tx extent N exceeds the limit N");
-  EXPECT_EQ(reason_class("B loop variable 'q' names no GPU axis (tx, ty)"), "B loop variable _ names no GPU axis");
-  EXPECT_EQ(reason_class("x2 is 3"), "x2 is N");
-  // Tensor names (here those of a program with an intermediate E) become X.
-  auto p = leir::program_from_text(
+TEST(TokenStats, RejectionsCountByTheirCodeNotTheirText) {
+  // Two blocks over the CUDA limit whose messages differ in every number and name, and one local
+  // buffer that two kernels use: two reason classes, by code.
+  auto wide = [](int n, const std::string& t) {
+    return leir::program_from_text(fmt::format("input A: f64[{0}]\noutput {1}: f64[{0}]\n"
+                                               "B^{{{0}}}_{{tx=0}}[{1}^{{f64,g}}_{{tx}}=A^{{f64,g}}_{{tx}}*2;];",
+                                               n, t));
+  };
+  auto local = leir::program_from_text(
       "input A: f64[4]\noutput D: f64[4]\nL^{4}_{a=0}[E^{f64,l}_{a}=A^{f64,g}_{a}*2;];"
       "L^{4}_{a=0}[D^{f64,g}_{a}=E^{f64,l}_{a}+A^{f64,g}_{a};];");
-  auto names = tensor_names(p);
-  EXPECT_EQ(names, (std::set<std::string>{"A", "D", "E"}));
-  EXPECT_EQ(reason_class("local buffer E is used by 2 kernels (top-level nests 0 and 1); local memory does not survive",
-                         names),
-            "local buffer X is used by N kernels");
+  std::vector<std::string> reasons;
+  for (const auto& p : {wide(2048, "D"), wide(4096, "Q"), local}) {
+    try {
+      backend::cuda::generate_cuda(p);
+      ADD_FAILURE() << "the CUDA target lowers " << leir::print_body(p.body);
+    } catch (const backend::TargetRejection& e) {
+      reasons.push_back(e.reason());
+    }
+  }
+  ASSERT_EQ(reasons.size(), 3u);
+  EXPECT_NE(reasons[0], reasons[1]);
+  auto cmp = compare_tokens({wide(2048, "D"), wide(4096, "Q"), local}, tok());
+  EXPECT_EQ(cmp["excluded"]["cuda"]["count"], 3);
+  EXPECT_EQ(cmp["excluded"]["cuda"]["reasons"],
+            (json{{std::string(backend::rejection_group(backend::RejectionCode::ThreadsPerBlock)), 2},
+                  {std::string(backend::rejection_group(backend::RejectionCode::LocalBufferAcrossKernels)), 1}}));
+  // An error that is not a target's rejection is classed by its kind.
+  EXPECT_EQ(reason_class(leir::LeirError("p.leir", {}, "no such tensor")), "invalid error, not a target's rejection");
 }
 
 TEST(TokenStats, CliCompareJsonPrintsTheSameNumbers) {

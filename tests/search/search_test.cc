@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "ir/analysis/cost.h"
 #include "ir/analysis/program_facts.h"
 #include "ir/leir/program_io.h"
 #include "search/analytic/search.h"
@@ -69,6 +72,27 @@ TEST(Search, ModelCostRewardsParallelLoops) {
   EXPECT_EQ(f.nests[0].iterations, 64 * 32);
   EXPECT_EQ(f.nests[0].flops, 64 * 32);
   EXPECT_EQ(f.nests[0].bytes, 64 * 32 * 16);
+}
+
+// The search's cost is the tuner's analytic cost (ir/analysis/cost.h) on the fixed reference
+// machine: it sees strides (a transposed walk costs more) and parallelism up to its 16 cores,
+// whatever machine computes it.
+TEST(Search, ModelCostIsTheAnalyticCostOnTheReferenceMachine) {
+  auto rows = leir::program_from_text(
+      "input A: f64[64,32]\noutput C: f64[64,32]\nL^{64}_{i=0}L^{32}_{j=0}[C^{f64,g}_{i,j}=A^{f64,g}_{i,j}*2.0;];");
+  auto cols = leir::program_from_text(
+      "input A: f64[64,32]\noutput C: f64[64,32]\nL^{32}_{j=0}L^{64}_{i=0}[C^{f64,g}_{i,j}=A^{f64,g}_{i,j}*2.0;];");
+  EXPECT_LT(model_cost(rows).value, model_cost(cols).value);
+  for (const auto& p : {rows, cols})
+    EXPECT_EQ(model_cost(p).value,
+              std::round(analysis::analytic_cost(p, analysis::kReferenceMachine) * 10.0) / 10.0);
+  auto par = leir::program_from_text(
+      "input A: f64[64,32]\noutput C: f64[64,32]\nP^{64}_{i=0}L^{32}_{j=0}[C^{f64,g}_{i,j}=A^{f64,g}_{i,j}*2.0;];");
+  // A machine with 64 cores runs the 64 rows in one wave, where the reference machine takes four:
+  // the reference machine, not the one computing the cost, decides.
+  analysis::CostMachine wide = analysis::kReferenceMachine;
+  wide.cores = 64;
+  EXPECT_LT(analysis::analytic_cost(par, wide), model_cost(par).value - 1);
 }
 
 }  // namespace

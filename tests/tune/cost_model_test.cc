@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ir/analysis/cost.h"
 #include "ir/leir/program_io.h"
 #include "search/tune/cost_model.h"
 #include "search/tune/feature_extractor.h"
@@ -45,7 +46,8 @@ TEST(Features, SeeStridesVectorizationAndTheParallelRegion) {
   EXPECT_NEAR(good[index_of("log2_parallel_extent")], 8, 1e-6);
   EXPECT_NEAR(good[index_of("cores_busy_share")], 1, 1e-6);
   EXPECT_NEAR(good[index_of("log2_instances")], 24, 1e-6);
-  EXPECT_LT(analytic_estimate(gemm(true), machine()), analytic_estimate(gemm(false), machine()) / 4);
+  const analysis::CostMachine m = cost_machine(machine());
+  EXPECT_LT(analysis::analytic_cost(gemm(true), m), analysis::analytic_cost(gemm(false), m) / 4);
   EXPECT_GT(CostModel::prior(good), CostModel::prior(naive));
 }
 

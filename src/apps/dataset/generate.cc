@@ -7,14 +7,16 @@
 //            tuned_trajectory.h): one root's raw records, its search statistics and timings
 //   select   select_records: the finished roots' records in root order, with per-root stats
 //   filter   filter_records (filter.h): which raw records are kept, every drop counted
-//   measure  measure_kept (measurement.h): the kept records timed on the CPU backend (after the
-//            filter, since compiling is the expensive part) into the measurement store, then
-//            rewritten from it (records_from_store); failed and noisy ones dropped
+//   measure  measure_kept (measurement.h): the kept records (measured after the filter, since
+//            compiling is the expensive part) rewritten from the measurement store; failed and
+//            noisy ones dropped
 //   export   export_dataset (export.h): the files, with the split of split.h
 // Around the stages, plumbing no stage sees: the checkpoint (checkpoint.h: each finished root's
 // search result is stored as it ends, so a killed run resumes), forked workers (workers.h) and
 // MPI ranks (cluster.h: rank 0 sizes the roots and the others take its plan, each rank searches
-// its shard, rank 0 merges the checkpoints and runs the stages after the search).
+// its shard, rank 0 merges the checkpoints and runs the stages after the search; before the
+// measure stage, fill_store times the comparisons the store lacks on the measuring ranks'
+// workers).
 #include <unistd.h>
 
 #include <algorithm>
@@ -243,7 +245,7 @@ Shard shard_roots(size_t roots, const Resumed& resumed, const std::vector<uint64
   return s;
 }
 
-// The tuner's measurement store (--trajectories tune): this rank's, merged by measure_kept.
+// The tuner's measurement store (--trajectories tune): this rank's, merged by fill_store.
 // The tuner reuses every fact its store holds and times only what is missing, so before the
 // search each rank's store gets the run's facts: those of the store given (a replay of a merged
 // store times nothing, on any number of ranks) and those the ranks of an interrupted run left (a
@@ -421,11 +423,13 @@ Selected select_records(const std::map<int, std::string>& done, const std::vecto
   return s;
 }
 
-// ---- stage "measure": the kept records on the CPU backend, their drops counted ----
+// ---- stage "measure": the kept records from the measurement store, their drops counted ----
 
+// `filled`: what fill_store timed for the stage beforehand (reporting only).
 MeasureSummary measure_stage(std::vector<json>& recs, std::vector<char>& keep, std::map<std::string, int>& drops,
-                             GenerateSummary& sum, const GenerateOptions& o, Cluster& cluster) {
-  MeasureSummary meas = measure_kept(recs, keep, o, cluster);
+                             GenerateSummary& sum, const GenerateOptions& o, const FillTiming& filled) {
+  MeasureSummary meas = measure_kept(recs, keep, o);
+  meas.add(filled);
   const int failed = meas.dropped_records - meas.noisy_records;
   if (failed) drops["measure_failed"] = failed;
   if (meas.noisy_records) drops["measure_noisy"] = meas.noisy_records;
@@ -487,12 +491,8 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
     throw base::Error(base::ErrorKind::Failed, "checkpoint: roots missing after the search");
   sum.complete = true;
   if (!lead) {
-    // The other ranks' part ends with measuring what rank 0 hands them.
-    if (o.measured) {
-      std::vector<json> no_records;
-      std::vector<char> no_keep;
-      measure_kept(no_records, no_keep, o, cluster);
-    }
+    // The other ranks' part ends with timing what rank 0 hands them (fill_store is collective).
+    if (o.measured) fill_store({}, {}, o, cluster, progress);
     sum.wall_s = secs(t0);
     return sum;
   }
@@ -506,7 +506,11 @@ GenerateSummary generate(const GenerateOptions& o, Cluster& cluster) {
   std::map<std::string, int> drops;
   std::vector<char> keep = filter_records(sel.records, o, drops);
   MeasureSummary meas;
-  if (o.measured) meas = measure_stage(sel.records, keep, drops, sum, o, cluster);
+  if (o.measured) {
+    const FillTiming filled = fill_store(sel.records, keep, o, cluster, progress);
+    meas = measure_stage(sel.records, keep, drops, sum, o, filled);
+    progress.stage_end();
+  }
   progress.stage_start("export", "record", -1, 0, fmt::format("{} records", sel.records.size()));
   const std::vector<std::string> families = root_families(roots);
   export_dataset(sel.records, keep,

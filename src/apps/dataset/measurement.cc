@@ -550,6 +550,13 @@ json MeasureSummary::to_json() const {
           {"trimmed_path_steps", trimmed_path_steps}};
 }
 
+void MeasureSummary::add(const FillTiming& filled) {
+  compile_s += filled.compile_s;
+  measure_s += filled.measure_s;
+  measured += filled.measured;
+  reused = sessions - measured;
+}
+
 namespace {
 
 // The kept records by root, as indices into recs (a root's records are consecutive).
@@ -572,18 +579,11 @@ json group_records(const std::vector<json>& recs, const std::vector<size_t>& g) 
   return arr;
 }
 
-// Wall time and comparisons timed while filling the stores (reporting only).
-struct FillTiming {
-  double compile_s = 0, measure_s = 0;
-  int measured = 0;
-};
+}  // namespace
 
-// The plumbing of the measure stage (phase 1): the comparisons the groups' records lack are timed
-// into the stores, over the measuring ranks (one per node) and each one's forked workers, and the
-// ranks' stores are merged into the run's. Collective; only rank 0 passes groups. Returns the
-// timing of this rank's part (rank 0: of the whole run).
-FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vector<size_t>>& groups,
-                      const GenerateOptions& o, Cluster& cluster, Progress& progress) {
+FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& keep, const GenerateOptions& o,
+                      Cluster& cluster, Progress& progress) {
+  const std::vector<std::vector<size_t>> groups = kept_groups(recs, keep);
   const bool distributed = cluster.size() > 1, lead = cluster.rank() == 0;
   const std::string path = measurement_store_path(o);
   const std::string rank_path =
@@ -637,7 +637,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vect
   // Workers fill this rank's store. The groups go to them as to the ranks (by missing
   // comparisons, longest first, each to the least loaded worker; sharding.h) and each worker
   // takes its own longest first, as the search's workers do. The store, not the worker that
-  // timed a comparison, decides the records (records_from_store), so the split changes no output
+  // timed a comparison, decides the records (measure_kept), so the split changes no output
   // byte. Per-worker timing comes back through shared memory.
   struct WorkerTiming {
     double compile_s, measure_s;
@@ -668,7 +668,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vect
       progress.advance(fmt::format("{} measured ({} comparisons timed, {} reused)", key, st.measured, st.reused));
     }
   };
-  // A worker that dies leaves comparisons missing: records_from_store measures them on rank 0.
+  // A worker that dies leaves comparisons missing: the measure stage (measure_kept) times them on rank 0.
   if (!mine.empty())
     run_workers(J, [&](int k) {
       worker(k);
@@ -698,12 +698,11 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<std::vect
   return t;
 }
 
-// The measure stage proper (phase 2): every kept record rewritten from the store (a comparison
-// still missing — a worker died — is measured here); the records it drops lose their keep flag.
-void records_from_store(std::vector<json>& recs, std::vector<char>& keep,
-                        const std::vector<std::vector<size_t>>& groups, const GenerateOptions& o,
-                        MeasureSummary& sum) {
+MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o) {
+  MeasureSummary sum;
   MeasurementStore store(measurement_store_path(o));
+  // The groups before any keep flag is cleared.
+  const std::vector<std::vector<size_t>> groups = kept_groups(recs, keep);
   for (const auto& g : groups) {
     MeasureStats st;
     std::vector<char> kept;
@@ -728,23 +727,6 @@ void records_from_store(std::vector<json>& recs, std::vector<char>& keep,
     }
   }
   sum.reused = sum.sessions - sum.measured;
-}
-
-}  // namespace
-
-MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o,
-                            Cluster& cluster) {
-  Progress none("generate", ProgressStyle::Off);
-  Progress& progress = o.progress ? *o.progress : none;
-  const std::vector<std::vector<size_t>> groups = kept_groups(recs, keep);
-  const FillTiming filled = fill_store(recs, groups, o, cluster, progress);
-  MeasureSummary sum;
-  sum.compile_s = filled.compile_s;
-  sum.measure_s = filled.measure_s;
-  sum.measured = filled.measured;
-  if (cluster.rank() != 0) return sum;
-  records_from_store(recs, keep, groups, o, sum);
-  progress.stage_end();
   return sum;
 }
 

@@ -48,6 +48,11 @@ namespace steptp::dataset {
 
 class Cluster;
 struct GenerateOptions;
+}  // namespace steptp::dataset
+namespace steptp {
+class Progress;
+}  // namespace steptp
+namespace steptp::dataset {
 
 struct MeasureStats {
   int pairs = 0;             // distinct comparisons the root's records need
@@ -145,6 +150,12 @@ nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o,
 // value of a key stays the fact (search/tune/database.h). Collective.
 void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path);
 
+// Wall time and comparisons timed while filling the stores (reporting only).
+struct FillTiming {
+  double compile_s = 0, measure_s = 0;
+  int measured = 0;
+};
+
 struct MeasureSummary {
   // Deterministic given the store (written to stats.json):
   int pairs = 0, sessions = 0, failed = 0, remeasured = 0, noisy = 0, uninformative = 0, dropped_records = 0,
@@ -154,17 +165,24 @@ struct MeasureSummary {
   double compile_s = 0, measure_s = 0;
   // stats.json's "measurement": the deterministic counts above.
   nlohmann::json to_json() const;
+  // Counts in what fill_store timed before the stage (the sessions it timed were not reused).
+  void add(const FillTiming& filled);
 };
 
-// Measures the kept records (`keep[i]`), root by root (records of one root are consecutive and
-// share root.key), in up to o.jobs forked workers that fill the store (each its list of roots by
-// missing comparisons, sharding.h); then rewrites every kept record from the store
-// (measure_records) and clears keep[i] of the records it drops.
-// Distributed (every rank calls it; only rank 0 passes records): rank 0 hands the roots whose
-// comparisons the store lacks to the measuring ranks (one per node, Cluster::measuring), each
-// fills its own store (OUT/ranks/rank-R/measurements.sqlite), rank 0 merges those into the
-// store and rewrites the records from it. Other ranks return an empty summary.
-MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o,
-                            Cluster& cluster);
+// The plumbing around the measure stage: the comparisons the kept records (`keep[i]`) lack are
+// timed into the store before the stage reads them, root by root (records of one root are
+// consecutive and share root.key), in up to o.jobs forked workers (each its list of roots by
+// missing comparisons, sharding.h). Distributed (collective: every rank calls it, only rank 0
+// passes records): rank 0 hands the roots whose comparisons the store lacks to the measuring
+// ranks (one per node, Cluster::measuring), each fills its own store
+// (OUT/ranks/rank-R/measurements.sqlite), and rank 0 merges those into the store. Returns the
+// timing of this rank's part (rank 0: of the whole run).
+FillTiming fill_store(const std::vector<nlohmann::json>& recs, const std::vector<char>& keep, const GenerateOptions& o,
+                      Cluster& cluster, Progress& progress);
+
+// The measure stage: every kept record rewritten from the store (measure_records; a comparison
+// the store lacks is timed here, so the stage needs no fill_store, which only times them sooner,
+// in parallel); clears keep[i] of the records it drops.
+MeasureSummary measure_kept(std::vector<nlohmann::json>& recs, std::vector<char>& keep, const GenerateOptions& o);
 
 }  // namespace steptp::dataset

@@ -2,10 +2,12 @@
 #include "apps/dataset/token_stats.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 
+#include <fmt/format.h>
+
+#include "base/error.h"
 #include "lower/cpu/codegen.h"
 #include "lower/cuda/cuda_codegen.h"
 #include "lower/rejection.h"
@@ -51,56 +53,10 @@ bool ProgramTexts::all_accepted() const {
   return std::all_of(reject.begin(), reject.end(), [](const std::string& r) { return r.empty(); });
 }
 
-std::set<std::string> tensor_names(const leir::Program& p) {
-  std::set<std::string> names;
-  for (const auto& d : p.known) names.insert(d.name);
-  // Tensor occurrences print as NAME^{dtype,scope}; loop headers as K^{n} with K one of the loop
-  // kind letters, which LEIR never uses as tensor names.
-  std::string body = leir::print_body(p.body);
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (!std::isupper(static_cast<unsigned char>(body[i]))) continue;
-    if (i > 0 && (std::isalnum(static_cast<unsigned char>(body[i - 1])) || body[i - 1] == '_')) continue;
-    size_t j = i;
-    while (j < body.size() && (std::isalnum(static_cast<unsigned char>(body[j])) || body[j] == '_')) ++j;
-    if (j + 1 < body.size() && body[j] == '^' && body[j + 1] == '{' && body.find(',', j) < body.find('}', j))
-      names.insert(body.substr(i, j - i));
-    i = j;
-  }
-  return names;
-}
-
-std::string reason_class(const std::string& reason, const std::set<std::string>& names) {
-  std::string m = reason;
-  auto cut = m.find_first_of("(:");
-  if (cut != std::string::npos) m = m.substr(0, cut);
-  std::string out;
-  for (size_t i = 0; i < m.size(); ++i) {
-    char c = m[i];
-    if (c == '\'' || c == '"') {  // a quoted name or expression
-      auto e = m.find(c, i + 1);
-      if (e == std::string::npos) break;
-      out += "_";
-      i = e;
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      bool prev_word = i > 0 && (std::isalpha(static_cast<unsigned char>(m[i - 1])) || m[i - 1] == '_');
-      if (!prev_word) {
-        while (i + 1 < m.size() && std::isdigit(static_cast<unsigned char>(m[i + 1]))) ++i;
-        out += "N";
-      } else {
-        out += c;
-      }
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t j = i;
-      while (j < m.size() && (std::isalnum(static_cast<unsigned char>(m[j])) || m[j] == '_')) ++j;
-      std::string w = m.substr(i, j - i);
-      out += names.count(w) ? "X" : w;
-      i = j - 1;
-    } else {
-      out += c;
-    }
-  }
-  while (!out.empty() && (out.back() == ' ' || out.back() == ',' || out.back() == ';')) out.pop_back();
-  return out;
+std::string reason_class(const std::exception& e) {
+  if (const auto* r = dynamic_cast<const backend::TargetRejection*>(&e))
+    return std::string(backend::rejection_group(r->code()));
+  return fmt::format("{} error, not a target's rejection", base::info(base::kind_of(e)).name);
 }
 
 ProgramTexts lower_all(const leir::Program& p) {
@@ -116,12 +72,8 @@ ProgramTexts lower_all(const leir::Program& p) {
   auto attempt = [&](size_t col, auto&& fn) {
     try {
       t.text[col] = fn();
-    } catch (const backend::TargetRejection& e) {
-      t.reject[col] = reason_class(e.reason(), tensor_names(p));
-    } catch (const leir::LeirError& e) {
-      t.reject[col] = reason_class(e.message(), tensor_names(p));
     } catch (const std::exception& e) {
-      t.reject[col] = reason_class(e.what(), tensor_names(p));
+      t.reject[col] = reason_class(e);
     }
     if (t.reject[col].empty() && t.text[col].empty()) t.reject[col] = "empty output";
   };

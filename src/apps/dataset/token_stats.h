@@ -9,7 +9,7 @@
 #pragma once
 
 #include <cstddef>
-#include <set>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -60,11 +60,8 @@ ProgramTexts lower_all(const leir::Program& p);
 nlohmann::json compare_tokens(const std::vector<leir::Program>& programs, const tokenizer::BpeTokenizer& tok,
                               bool per_program = false);
 
-// The reason class of a rejection: its reason (backend::TargetRejection::reason, without the
-// target) up to its first ':' or '(', with quoted text -> "_", numbers -> "N" and the program's
-// tensor names -> "X", so like rejections count together.
-std::string reason_class(const std::string& reason, const std::set<std::string>& tensor_names = {});
-// Every tensor name of a program: known tensors and the intermediates its body writes or reads.
-std::set<std::string> tensor_names(const leir::Program& p);
+// The reason class of a failed lowering, so like rejections count together: a target's rejection
+// by its code (backend::rejection_group, lower/rejection.h), any other error by its kind.
+std::string reason_class(const std::exception& e);
 
 }  // namespace steptp::dataset

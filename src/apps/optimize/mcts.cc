@@ -7,7 +7,7 @@
 namespace steptp::optimize {
 namespace {
 
-double uct(const Node& parent, const Node& child, double c) {
+double uct(const TreeNode& parent, const TreeNode& child, double c) {
   if (child.visits == 0) return INFINITY;
   return child.value_sum / child.visits + c * std::sqrt(std::log(double(parent.visits)) / child.visits);
 }
@@ -26,13 +26,13 @@ TreeSearchResult run_mcts(Tree& t, const TreeSearchOptions& o) {
     int n = 0;
     double value = 0;
     for (;;) {
-      Node& nd = t.nodes[size_t(n)];
+      TreeNode& nd = t.nodes[size_t(n)];
       bool closed = nd.failures >= o.retries || nd.depth >= o.depth;
       if (!closed && int(nd.children.size()) < widening_limit(nd.visits, o)) {
         // Expansion: one proposal for a new sibling.
         size_t before = nd.children.size();
         t.expand(n, 1);
-        const Node& after = t.nodes[size_t(n)];
+        const TreeNode& after = t.nodes[size_t(n)];
         if (after.children.size() > before) {
           int c = after.children.back();
           path.push_back(c);
@@ -57,7 +57,7 @@ TreeSearchResult run_mcts(Tree& t, const TreeSearchOptions& o) {
     }
     // Stop when the whole tree is closed (nothing left to expand anywhere).
     bool open = false;
-    for (const Node& nd : t.nodes) open = open || (nd.failures < o.retries && nd.depth < o.depth);
+    for (const TreeNode& nd : t.nodes) open = open || (nd.failures < o.retries && nd.depth < o.depth);
     if (!open) break;
   }
   return t.finish();

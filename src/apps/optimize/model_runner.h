@@ -1,5 +1,5 @@
-// `--measure model`: a stand-in for the CPU runner that "times" a program by the tuner's analytic
-// estimate (search/tune/feature_extractor.h analytic_estimate) — deterministic, instant, no compiler.
+// `--measure model`: a stand-in for the CPU runner that "times" a program by the analytic cost on
+// this machine (ir/analysis/cost.h, as the tuner's prior sees it) — deterministic, instant, no compiler.
 // For quick runs and tests of the searches and the funnel (which it passes through unchanged:
 // the store, the budgets, the cache); its figures are model units, never reported as timings,
 // and its store entries are keyed by its own identity so they never mix with measurements.

@@ -8,7 +8,7 @@ namespace steptp::optimize {
 
 using nlohmann::json;
 
-json event_json(const Event& e, const std::vector<Node>& nodes) {
+json event_json(const Event& e, const std::vector<TreeNode>& nodes) {
   const Proposal& p = e.proposal;
   json j = {{"node", e.node},
             {"depth", nodes[size_t(e.node)].depth},
@@ -41,7 +41,7 @@ json optimize_program(const leir::Program& root, Policy& policy, tune::Measureme
     nodes.push_back({{"parent", n.parent}, {"depth", n.depth}, {"hash", base::hex64(n.hash)}, {"speedup", n.speedup},
                      {"children", n.children}, {"visits", n.visits}, {"value_sum", n.value_sum},
                      {"failures", n.failures}, {"draws", n.draws}});
-  const Node& best = r.nodes[size_t(r.best)];
+  const TreeNode& best = r.nodes[size_t(r.best)];
   json m = program_metrics(events);
   return {{"program", root.name},
           {"root_hash", base::hex64(r.nodes[0].hash)},

@@ -25,6 +25,6 @@ struct OptimizeOptions {
 nlohmann::json optimize_program(const leir::Program& root, Policy& policy, tune::MeasurementStore& store,
                                 tune::Runner& runner, const OptimizeOptions& o);
 
-nlohmann::json event_json(const Event& e, const std::vector<Node>& nodes);
+nlohmann::json event_json(const Event& e, const std::vector<TreeNode>& nodes);
 
 }  // namespace steptp::optimize

@@ -51,7 +51,7 @@ struct TreeSearchOptions {
   bool multi_turn = true;  // feedback on the previous failed proposal goes into the next prompt
 };
 
-struct Node {
+struct TreeNode {
   int parent = -1, depth = 0;
   leir::Program program;
   std::string text;
@@ -76,7 +76,7 @@ struct Event {
 };
 
 struct TreeSearchResult {
-  std::vector<Node> nodes;           // nodes[0] is the root
+  std::vector<TreeNode> nodes;       // nodes[0] is the root
   std::vector<Event> events;
   std::vector<int> expansion_order;  // states in the order they were asked
   int best = 0;                      // fastest state

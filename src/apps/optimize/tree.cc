@@ -10,7 +10,7 @@ namespace steptp::optimize {
 
 Tree::Tree(const leir::Program& root, Policy& policy, Funnel& funnel, Spend& spend, const TreeSearchOptions& o)
     : policy_(policy), funnel_(funnel), spend_(spend), o_(o) {
-  Node r;
+  TreeNode r;
   r.program = root;
   r.text = leir::program_to_text(root);
   r.hash = leir::program_hash(root);
@@ -28,7 +28,7 @@ std::vector<int> Tree::expand(int node, int n) {
   order_.push_back(node);
   State s;
   {
-    const Node& nd = nodes[size_t(node)];
+    const TreeNode& nd = nodes[size_t(node)];
     s.program = &nd.program;
     s.text = nd.text;
     s.steps_so_far = nd.steps;
@@ -47,14 +47,14 @@ std::vector<int> Tree::expand(int node, int n) {
     e.node = node;
     e.draw = draw;
     if (p.error.empty()) {
-      const Node& nd = nodes[size_t(node)];
+      const TreeNode& nd = nodes[size_t(node)];
       e.outcome = funnel_.evaluate(nd.program, nd.speedup, p.answer, spend_);
     }
     e.proposal = std::move(p);
     Outcome& oc = e.outcome;
     if (oc.budget_stop) exhausted_ = true;
     if (!e.proposal.error.empty() || (oc.failed && !oc.measured)) {
-      Node& nd = nodes[size_t(node)];
+      TreeNode& nd = nodes[size_t(node)];
       nd.failures++;
       if (!oc.budget_stop)
         nd.feedback = e.proposal.error.empty() ? std::string(reward::to_string(*oc.failed)) + " stage failed: " + oc.reason
@@ -63,7 +63,7 @@ std::vector<int> Tree::expand(int node, int n) {
       // Measured (faster than the parent or not): a state of the tree.
       auto [it, fresh] = by_hash_.emplace(oc.hash, int(nodes.size()));
       if (fresh) {
-        Node c;
+        TreeNode c;
         c.parent = node;
         c.depth = nodes[size_t(node)].depth + 1;
         c.program = *oc.program;

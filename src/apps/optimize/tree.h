@@ -22,7 +22,7 @@ class Tree {
 
   TreeSearchResult finish();
 
-  std::vector<Node> nodes;
+  std::vector<TreeNode> nodes;
 
  private:
   Policy& policy_;

@@ -39,29 +39,23 @@ void count_gathers(const leir::ExprPtr& e, ExprCount& c) {
   for (const auto& a : e->args) count_gathers(a, c);
 }
 
-struct FactsWalk {
-  const leir::TensorTable* table = nullptr;  // null: no contiguity facts (statement_counts)
-  std::vector<StmtCounts>* stmts = nullptr;  // null: not listed (program_facts)
-};
-
-// `s`: the enclosing loops' product so far; `innermost`: the innermost enclosing loop of extent > 1.
-void walk_items(const std::vector<leir::Item>& body, const StmtCounts& s, const std::string& innermost, NestFacts& f,
-                const FactsWalk& w) {
+// `iterations`: the enclosing loops' product so far; `innermost`: the innermost enclosing loop of
+// extent > 1.
+void walk_items(const std::vector<leir::Item>& body, int64_t iterations, const std::string& innermost, NestFacts& f,
+                const leir::TensorTable& table) {
   for (const auto& it : body) {
     if (it.is_stmt()) {
-      if (w.table) {
-        auto acc = reads_of(it.stmt);  // with the written element: every access
-        acc.push_back(it.stmt.lhs);
-        for (const auto& a : acc) {
-          if (a->scope != leir::Scope::Global) continue;
-          f.accesses += s.iterations;
-          if (innermost.empty()) {
-            f.contiguous_accesses += s.iterations;
-            continue;
-          }
-          auto step = flat_stride(*a, innermost, *w.table);
-          if (step && *step >= -1 && *step <= 1) f.contiguous_accesses += s.iterations;
+      auto acc = reads_of(it.stmt);  // with the written element: every access
+      acc.push_back(it.stmt.lhs);
+      for (const auto& a : acc) {
+        if (a->scope != leir::Scope::Global) continue;
+        f.accesses += iterations;
+        if (innermost.empty()) {
+          f.contiguous_accesses += iterations;
+          continue;
         }
+        auto step = flat_stride(*a, innermost, table);
+        if (step && *step >= -1 && *step <= 1) f.contiguous_accesses += iterations;
       }
       ExprCount c;
       count_expr(it.stmt.rhs, c);
@@ -69,42 +63,24 @@ void walk_items(const std::vector<leir::Item>& body, const StmtCounts& s, const 
       count_expr(it.stmt.lhs, l);
       c.global_bytes += l.global_bytes;
       c.local_accesses += l.local_accesses;
-      f.iterations += s.iterations;
-      f.flops += s.iterations * c.ops;
-      f.bytes += s.iterations * c.global_bytes;
-      f.local_accesses += s.iterations * c.local_accesses;
-      if (w.stmts) {
-        StmtCounts one = s;
-        one.ops = c.ops;
-        one.global_bytes = c.global_bytes;
-        one.local_accesses = c.local_accesses;
-        w.stmts->push_back(one);
-      }
+      f.iterations += iterations;
+      f.flops += iterations * c.ops;
+      f.bytes += iterations * c.global_bytes;
+      f.local_accesses += iterations * c.local_accesses;
     } else {
-      StmtCounts inner = s;
+      int64_t inner = iterations;
       std::string inner_var = innermost;
       for (const auto& l : it.nest.loops) {
         const int64_t extent = std::max<int64_t>(1, l.extent);
         if (l.extent > 1) inner_var = l.var;
-        inner.iterations *= extent;
+        inner *= extent;
         f.extents.push_back(l.extent);
-        if (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) {
-          f.parallel_loops++;
-          inner.parallel_extent *= double(extent);
-        } else if (l.kind == leir::LoopKind::Vectorized) {
-          f.vector_loops++;
-          inner.vector_extent *= double(extent);
-        }
+        if (l.kind == leir::LoopKind::Parallel || l.kind == leir::LoopKind::Bound) f.parallel_loops++;
+        else if (l.kind == leir::LoopKind::Vectorized) f.vector_loops++;
       }
-      walk_items(it.nest.body, inner, inner_var, f, w);
+      walk_items(it.nest.body, inner, inner_var, f, table);
     }
   }
-}
-
-StmtCounts outermost() {
-  StmtCounts s;
-  s.iterations = 1;
-  return s;
 }
 
 }  // namespace
@@ -122,27 +98,16 @@ std::optional<int64_t> flat_stride(const leir::Expr& access, const std::string& 
   return step;
 }
 
-std::vector<StmtCounts> statement_counts(const leir::Program& p) {
-  std::vector<StmtCounts> out;
-  FactsWalk w;
-  w.stmts = &out;
-  NestFacts unused;
-  walk_items(p.body, outermost(), "", unused, w);
-  return out;
-}
-
 ProgramFacts program_facts(const leir::Program& p) {
   ProgramFacts pf;
   auto nests = all_nests(p.body);
   const auto table = leir::build_tensor_table(p);
-  FactsWalk w;
-  w.table = &table;
   for (size_t i = 0; i < p.body.size(); ++i) {
     const auto& it = p.body[i];
     NestFacts f;
     if (it.is_nest()) {
       f.header = leir::print_nest_header(it.nest);
-      walk_items({it}, outermost(), "", f, w);
+      walk_items({it}, 1, "", f, table);
       for (const auto& nr : nests) {
         if (nr.path.size() != 1 || nr.path[0] != int(i)) continue;
         for (int k = 0; k < int(nr.nest->loops.size()); ++k) {
@@ -153,7 +118,7 @@ ProgramFacts program_facts(const leir::Program& p) {
       }
     } else {
       f.header = "stmt";
-      walk_items({it}, outermost(), "", f, w);
+      walk_items({it}, 1, "", f, table);
     }
     pf.flops += f.flops;
     pf.bytes += f.bytes;

@@ -1,7 +1,6 @@
 // Static counts of a program: what its statements execute (arithmetic, global bytes, local
-// accesses, instances) and, per top-level nest, its loops and their dependences. The analytic
-// search's cost model (search/analytic/search.h model_cost), the dataset's CoT and step effects,
-// the roofline's operation count (search/tune/roofline.h) and the reward's plausibility floor
+// accesses, instances) per top-level nest, its loops and their dependences. The dataset's CoT
+// and step effects, the roofline's operation count (search/tune/roofline.h) and the reward's plausibility floor
 // (apps/reward/timing.h) all read them, so they are counted once, here.
 //
 // Flops count the arithmetic of values (subscript arithmetic is addressing, not flops; a
@@ -17,18 +16,6 @@
 #include "ir/leir/tensors.h"
 
 namespace steptp::analysis {
-
-// One statement as it executes: its counts per instance and the loops around it.
-struct StmtCounts {
-  int64_t iterations = 0;      // instances: product of the enclosing loops' extents
-  int64_t ops = 0;             // arithmetic operations per instance
-  int64_t global_bytes = 0;    // bytes of global-scope accesses per instance
-  int64_t local_accesses = 0;  // accesses of l/s-scope buffers per instance
-  double parallel_extent = 1;  // product of the extents of the enclosing P / B loops
-  double vector_extent = 1;    // ... of the enclosing V loops
-};
-// Every statement in program order.
-std::vector<StmtCounts> statement_counts(const leir::Program& p);
 
 struct NestFacts {
   std::string header;            // "P^{8}_{a=0} L^{16}_{b=0}"

@@ -10,6 +10,8 @@
 #include "ir/analysis/affine.h"
 #include "lower/accumulation.h"
 #include "lower/c_expr.h"
+// Generated from lower/cpu/workspace.h by src/CMakeLists.txt: kCpuWorkspaceRule.
+#include "cpu_workspace_rule.h"
 #include "lower/rejection.h"
 #include "ir/leir/diagnostic.h"
 #include "ir/leir/identifiers.h"
@@ -51,8 +53,9 @@ std::string_view cpu_ctype(DType d) {
 std::string_view cpu_prelude() {
   // The first line names the lowering's generation: the prelude's hash keys the kernel cache and
   // the machine fingerprint of stored measurements, so a lowering that changes what runs (the
-  // pieces, CpuProgram::call as driver) must not find the facts of the previous one.
-  return R"(// steptp CPU kernel prelude (lowering: one function per top-level nest, driven by CpuProgram::call)
+  // pieces, CpuProgram::call as driver) must not find the facts of the previous one. The workspace
+  // rule is CpuProgram::call's own (lower/cpu/workspace.h, embedded as kCpuWorkspaceRule).
+  static const std::string prelude = R"(// steptp CPU kernel prelude (lowering: one function per top-level nest, driven by CpuProgram::call)
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -160,38 +163,13 @@ inline float steptp_round_bf16(double xd) {
   std::memcpy(&x, &u, 4);
   return x;
 }
-// A kernel's global intermediates live in one workspace kept between its calls (as TVM's
-// workspace pool or a framework's caching allocator keeps them): a kernel inside a model does
-// not page its temporaries in afresh on every call, so a timed kernel must not either (a 10 MB
-// intermediate allocated per call ran mul_add 4x slow). A second thread that calls the kernel
-// while the workspace is in use gets its own allocation. Freed when the kernel is unloaded.
-struct steptp_workspace {
-  std::atomic<bool> busy{false};
-  void* data = nullptr;
-  size_t bytes = 0;
-  ~steptp_workspace() { std::free(data); }
-};
-inline char* steptp_workspace_take(steptp_workspace& w, size_t bytes, bool* own) {
-  *own = w.busy.exchange(true, std::memory_order_acquire);
-  if (*own) return static_cast<char*>(std::aligned_alloc(64, bytes));
-  if (w.bytes < bytes) {
-    std::free(w.data);
-    w.data = std::aligned_alloc(64, bytes);
-    w.bytes = w.data ? bytes : 0;
-  }
-  if (!w.data) w.busy.store(false, std::memory_order_release);
-  return static_cast<char*>(w.data);
-}
-inline void steptp_workspace_give(steptp_workspace& w, char* p, bool own) {
-  if (own) std::free(p);
-  else w.busy.store(false, std::memory_order_release);
-}
-}  // namespace
+)" + std::string(kCpuWorkspaceRule) + R"(}  // namespace
 #pragma omp declare reduction(steptp_max : double : omp_out = steptp_max(omp_out, omp_in)) initializer(omp_priv = -std::numeric_limits<double>::infinity())
 #pragma omp declare reduction(steptp_min : double : omp_out = steptp_min(omp_out, omp_in)) initializer(omp_priv = std::numeric_limits<double>::infinity())
 #pragma omp declare reduction(steptp_max : float : omp_out = steptp_max(omp_out, omp_in)) initializer(omp_priv = -std::numeric_limits<float>::infinity())
 #pragma omp declare reduction(steptp_min : float : omp_out = steptp_min(omp_out, omp_in)) initializer(omp_priv = std::numeric_limits<float>::infinity())
 )";
+  return prelude;
 }
 
 namespace {
@@ -360,8 +338,8 @@ class Emitter : public CExprEmitter {
     out_ += '\n';
   }
 
-  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
-    throw TargetRejection(p_.file, loc, "cpu backend: ", msg);
+  [[noreturn]] void fail(const leir::SourceLoc& loc, RejectionCode code, const std::string& msg) const override {
+    throw TargetRejection(p_.file, loc, "cpu backend: ", code, msg);
   }
 
   DType storage(const std::string& tensor) const {

@@ -195,15 +195,8 @@ int CpuProgram::call(void* const* args) const {
   bool own = false;  // a concurrent call holds the kept workspace: this one allocates its own
   const size_t bytes = static_cast<size_t>(source_.workspace_bytes);
   if (bytes > 0) {
-    own = workspace_->busy.exchange(true, std::memory_order_acquire);
-    if (own) {
-      base = static_cast<char*>(std::aligned_alloc(64, bytes));
-    } else {
-      // Allocated at the first call (the size never changes), kept until the program goes.
-      if (!workspace_->data) workspace_->data = std::aligned_alloc(64, bytes);
-      base = static_cast<char*>(workspace_->data);
-      if (!base) workspace_->busy.store(false, std::memory_order_release);
-    }
+    // Allocated at the first call (the size never changes), kept until the program goes.
+    base = steptp_workspace_take(*workspace_, bytes, &own);
     if (!base) return 1;
   }
   for (const auto& [offset, n] : source_.cleared) std::memset(base + offset, 0, static_cast<size_t>(n));
@@ -216,8 +209,7 @@ int CpuProgram::call(void* const* args) const {
     for (size_t k = 0; k < takes.size(); ++k) piece_args[k] = buffers[size_t(takes[k])];
     pieces_[i].fn(piece_args.data());
   }
-  if (own) std::free(base);
-  else if (bytes > 0) workspace_->busy.store(false, std::memory_order_release);
+  if (bytes > 0) steptp_workspace_give(*workspace_, base, own);
   return 0;
 }
 

@@ -1,14 +1,13 @@
 // A LEIR program compiled for the CPU: bind inputs, run (in process or sandboxed), read outputs.
 #pragma once
 
-#include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "lower/cpu/codegen.h"
 #include "lower/cpu/compiler.h"
+#include "lower/cpu/workspace.h"
 #include "ir/leir/ast.h"
 #include "ir/leir/values.h"
 
@@ -55,7 +54,7 @@ class CpuProgram {
   // The driver on the known tensors' buffers (KernelBuffers::args order): takes the workspace,
   // zeroes the set flags, calls the pieces in order. 0, or 1 when the workspace could not be
   // allocated. Safe to call from several threads at once (a second caller allocates its own
-  // workspace, as the generated driver's steptp_workspace does).
+  // workspace): the rule of the generated driver, from the same code (lower/cpu/workspace.h).
   int call(void* const* args) const;
   leir::TensorMap outputs(const KernelBuffers& b) const;
   // bind + run + outputs.
@@ -63,19 +62,11 @@ class CpuProgram {
 
  private:
   friend struct CpuBuilder;
-  // The intermediates kept between calls (as TVM's workspace pool or a framework's caching
-  // allocator keeps them): a kernel inside a model does not page its temporaries in afresh on
-  // every call, so a timed kernel must not either (a 10 MB intermediate allocated per call ran
-  // mul_add 4x slow).
-  struct Workspace {
-    std::atomic<bool> busy{false};
-    void* data = nullptr;
-    ~Workspace() { std::free(data); }
-  };
   leir::Program program_;
   CpuKernelSource source_;
   std::vector<LoadedKernel> pieces_;  // one per source_.pieces
-  std::unique_ptr<Workspace> workspace_ = std::make_unique<Workspace>();
+  // The intermediates kept between calls, by the generated driver's own rule (lower/cpu/workspace.h).
+  std::unique_ptr<steptp_workspace> workspace_ = std::make_unique<steptp_workspace>();
 };
 
 struct CpuBuildResult {

@@ -164,8 +164,8 @@ class Emitter : public CExprEmitter {
   }
 
  private:
-  [[noreturn]] void fail(const leir::SourceLoc& loc, const std::string& msg) const override {
-    throw TargetRejection(p_.file, loc, "cuda target rejects the program: ", msg);
+  [[noreturn]] void fail(const leir::SourceLoc& loc, RejectionCode code, const std::string& msg) const override {
+    throw TargetRejection(p_.file, loc, "cuda target rejects the program: ", code, msg);
   }
   DType storage(const std::string& t) const { return cpu::cpu_storage_dtype(table_.at(t).dtype, false); }
   std::string ctype(const std::string& t) const { return std::string(cpu::cpu_ctype(storage(t))); }
@@ -180,7 +180,7 @@ class Emitter : public CExprEmitter {
   void check_program() {
     if (!plan_.tracked.empty()) {
       const auto& x = *plan_.tracked.begin();
-      fail(table_.at(x).first_use,
+      fail(table_.at(x).first_use, RejectionCode::PartlySetAccumulation,
            fmt::format("accumulation into {}, whose elements may be partly set before the nest, needs per-element "
                        "tracking",
                        x));
@@ -188,8 +188,9 @@ class Emitter : public CExprEmitter {
     for (const auto& name : table_.order) {
       const auto& info = table_.at(name);
       if (info.dtype == DType::F16 || info.dtype == DType::BF16 || info.dtype == DType::I8 || info.dtype == DType::I16)
-        fail(info.first_use, fmt::format("tensor {} has dtype {}, which this CUDA backend does not lower", name,
-                                         leir::to_string(info.dtype)));
+        fail(info.first_use, RejectionCode::UnsupportedDtype,
+             fmt::format("tensor {} has dtype {}, which this CUDA backend does not lower", name,
+                         leir::to_string(info.dtype)));
     }
     // s/l buffers live in one kernel.
     std::map<std::string, std::set<size_t>> used_in;
@@ -210,11 +211,13 @@ class Emitter : public CExprEmitter {
     for (const auto& [name, items] : used_in) {
       const auto& info = table_.at(name);
       if (info.known || info.scope == leir::Scope::Global || items.size() < 2) continue;
-      fail(info.first_use, fmt::format("{} buffer {} is used by {} kernels (top-level nests {} and {}); {} memory does "
-                                       "not outlive a kernel",
-                                       info.scope == leir::Scope::Shared ? "shared" : "local", name, items.size(),
-                                       *items.begin() + 1, *std::next(items.begin()) + 1,
-                                       info.scope == leir::Scope::Shared ? "shared" : "local"));
+      fail(info.first_use,
+           info.scope == leir::Scope::Shared ? RejectionCode::SharedBufferAcrossKernels
+                                             : RejectionCode::LocalBufferAcrossKernels,
+           fmt::format("{} buffer {} is used by {} kernels (top-level nests {} and {}); {} memory does "
+                       "not outlive a kernel",
+                       info.scope == leir::Scope::Shared ? "shared" : "local", name, items.size(), *items.begin() + 1,
+                       *std::next(items.begin()) + 1, info.scope == leir::Scope::Shared ? "shared" : "local"));
     }
     item_uses_ = used_in;
   }
@@ -228,10 +231,13 @@ class Emitter : public CExprEmitter {
       for (const auto& l : it.nest.loops) {
         if (l.kind != LoopKind::Bound) continue;
         int a = axis_of(l.var);
-        if (a < 0) fail(l.loc, fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
+        if (a < 0)
+          fail(l.loc, RejectionCode::UnboundGpuAxis,
+               fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
         if (bound[a])
-          fail(l.loc, fmt::format("{} is bound twice on one path (loops '{}' and '{}'); hardware axes must be distinct",
-                                  kAxisName[a], bound[a]->var, l.var));
+          fail(l.loc, RejectionCode::AxisBoundTwice,
+               fmt::format("{} is bound twice on one path (loops '{}' and '{}'); hardware axes must be distinct",
+                           kAxisName[a], bound[a]->var, l.var));
         bound[a] = &l;
         dims[a] = std::max(dims[a], l.extent);
       }
@@ -240,14 +246,16 @@ class Emitter : public CExprEmitter {
     walk(item, {});
     int64_t threads = dims[0] * dims[1] * dims[2];
     if (threads > t_.max_threads_per_block)
-      fail(item.is_nest() ? item.nest.loc : item.stmt.loc,
+      fail(item.is_nest() ? item.nest.loc : item.stmt.loc, RejectionCode::ThreadsPerBlock,
            fmt::format("{} threads per block ({} x {} x {}) exceed the limit of {}", threads, dims[0], dims[1], dims[2],
                        t_.max_threads_per_block));
     for (int a = 0; a < 3; ++a) {
       if (dims[a] > t_.max_block_dim[a])
-        fail(item.nest.loc, fmt::format("{} extent {} exceeds the limit {}", kAxisName[a], dims[a], t_.max_block_dim[a]));
+        fail(item.nest.loc, RejectionCode::BlockExtentLimit,
+             fmt::format("{} extent {} exceeds the limit {}", kAxisName[a], dims[a], t_.max_block_dim[a]));
       if (dims[3 + a] > t_.max_grid_dim[a])
-        fail(item.nest.loc, fmt::format("{} extent {} exceeds the limit {}", kAxisName[3 + a], dims[3 + a], t_.max_grid_dim[a]));
+        fail(item.nest.loc, RejectionCode::GridExtentLimit,
+             fmt::format("{} extent {} exceeds the limit {}", kAxisName[3 + a], dims[3 + a], t_.max_grid_dim[a]));
     }
     return dims;
   }
@@ -279,7 +287,8 @@ class Emitter : public CExprEmitter {
     if (leir::is_floating(st)) {
       ident = fmt_lit(identity_value(op), std::string(cpu::cpu_ctype(st)));
     } else if (op == AccumOp::Max || op == AccumOp::Min) {
-      fail(s.loc, fmt::format("max/min reduction into integer tensor {}", s.lhs->tensor));
+      fail(s.loc, RejectionCode::IntegerMinMaxReduction,
+           fmt::format("max/min reduction into integer tensor {}", s.lhs->tensor));
     } else {
       ident = op == AccumOp::Mul ? "1" : "0";
     }
@@ -301,7 +310,8 @@ class Emitter : public CExprEmitter {
     DType st = storage(s.lhs->tensor);
     AccumOp op = plan_.accum.at(&s);
     if (!leir::is_floating(st) && (op == AccumOp::Max || op == AccumOp::Min))
-      fail(s.loc, fmt::format("max/min reduction into integer tensor {}", s.lhs->tensor));
+      fail(s.loc, RejectionCode::IntegerMinMaxReduction,
+           fmt::format("max/min reduction into integer tensor {}", s.lhs->tensor));
     std::string ident = leir::is_floating(st) ? fmt_lit(identity_value(op), std::string(cpu::cpu_ctype(st)))
                                               : (op == AccumOp::Mul ? "1" : "0");
     line(fmt::format("t_{}[{}] = {};", s.lhs->tensor, flat(s.lhs), ident));
@@ -328,8 +338,9 @@ class Emitter : public CExprEmitter {
       }
     }
     if (shared_bytes > t_.max_shared_bytes)
-      fail(it.is_nest() ? it.nest.loc : it.stmt.loc,
-           fmt::format("{} bytes of shared memory per block exceed the limit of {}", shared_bytes, t_.max_shared_bytes));
+      fail(
+          it.is_nest() ? it.nest.loc : it.stmt.loc, RejectionCode::SharedMemoryLimit,
+          fmt::format("{} bytes of shared memory per block exceed the limit of {}", shared_bytes, t_.max_shared_bytes));
     // Identity of shared/local accumulation targets: inside the kernel, since that memory only
     // exists there. Local buffers: every thread initialises its own copy; shared: one thread,
     // then a barrier.
@@ -419,13 +430,17 @@ class Emitter : public CExprEmitter {
     std::string stmt;
     if (across) {
       if (acc == plan_.accum.end())
-        fail(s.loc, fmt::format("write to {} does not depend on an enclosing B loop and is neither an accumulation "
-                                "nor a uniform store", x));
+        fail(s.loc, RejectionCode::NonUniformWrite,
+             fmt::format("write to {} does not depend on an enclosing B loop and is neither an accumulation "
+                         "nor a uniform store",
+                         x));
       DType st = storage(x);
       AccumOp op = acc->second;
       bool fl = st == DType::F32 || st == DType::F64;
       bool ok = (op == AccumOp::Add && (fl || st == DType::I32 || st == DType::I64)) || (op != AccumOp::Add && fl);
-      if (!ok) fail(s.loc, fmt::format("parallel reduction into {} ({}) has no atomic form", x, leir::to_string(table_.at(x).dtype)));
+      if (!ok)
+        fail(s.loc, RejectionCode::NoAtomicForm,
+             fmt::format("parallel reduction into {} ({}) has no atomic form", x, leir::to_string(table_.at(x).dtype)));
       std::string_view f = op == AccumOp::Add ? "steptp_atomic_add" : op == AccumOp::Max ? "steptp_atomic_max"
                            : op == AccumOp::Min ? "steptp_atomic_min" : "steptp_atomic_mul";
       std::string rest = value(accumulation_rest(s, op));

@@ -95,8 +95,8 @@ struct Emitter {
   Emitter(const leir::Program& prog, const TirOptions& opts)
       : p(prog), o(opts), table(leir::build_tensor_table(prog)), plan(plan_inits(prog, table)) {}
 
-  [[noreturn]] void fail(leir::SourceLoc loc, const std::string& msg) const {
-    throw TargetRejection(p.file, loc, "tir target: ", msg);
+  [[noreturn]] void fail(leir::SourceLoc loc, RejectionCode code, const std::string& msg) const {
+    throw TargetRejection(p.file, loc, "tir target: ", code, msg);
   }
 
   void line(const std::string& s) {
@@ -118,12 +118,14 @@ struct Emitter {
         [](int64_t v) { return std::to_string(v); },
         [this](const leir::Expr& v) {
           auto it = block_vars.find(v.var_name());
-          if (it == block_vars.end()) fail(v.loc, fmt::format("index variable '{}' is not bound", v.var_name()));
+          if (it == block_vars.end())
+            fail(v.loc, RejectionCode::UnboundIndexVariable,
+                 fmt::format("index variable '{}' is not bound", v.var_name()));
           return it->second;
         },
         [this](const ExprPtr& a) { return fmt::format("T.Cast(\"int32\", {})", access(a)); },
         "T.floordiv", "T.floormod", false};
-    return emit_index(e, s, [this](leir::SourceLoc loc, const std::string& m) { fail(loc, m); });
+    return emit_index(e, s, [this](leir::SourceLoc loc, RejectionCode c, const std::string& m) { fail(loc, c, m); });
   }
 
   static std::string strip_parens(std::string s) {
@@ -228,7 +230,7 @@ struct Emitter {
         return fmt::format("T.{}({})", f, args);
       }
     }
-    fail(e->loc, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
+    fail(e->loc, RejectionCode::UnloweredExpression, fmt::format("cannot lower expression '{}'", leir::print_expr(e)));
   }
 
   std::string compute_type(const leir::Stmt& s) const {
@@ -293,7 +295,8 @@ struct Emitter {
       case LoopKind::Bound: {
         std::string tag = thread_tag(l.var);
         if (tag.empty())
-          fail(l.loc, fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
+          fail(l.loc, RejectionCode::UnboundGpuAxis,
+               fmt::format("B loop variable '{}' names no GPU axis (tx, ty, tz, bx, by, bz + suffix)", l.var));
         return fmt::format("for {} in T.thread_binding({}, thread=\"{}\"):", v, range, tag);
       }
     }
@@ -487,7 +490,7 @@ struct Emitter {
   std::string run() {
     if (!plan.tracked.empty()) {
       const std::string& x = *plan.tracked.begin();
-      fail(table.at(x).first_use,
+      fail(table.at(x).first_use, RejectionCode::PartlySetAccumulation,
            fmt::format("accumulation into {} whose elements may be partly set before the nest needs per-element "
                        "tracking, which TIR blocks cannot express",
                        x));

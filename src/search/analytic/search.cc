@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/hash.h"
-#include "ir/analysis/program_facts.h"
+#include "ir/analysis/cost.h"
 #include "ir/leir/canonical.h"
 #include "transform/sampler.h"
 #include "transform/schedule_state.h"
@@ -22,13 +22,7 @@ double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::n
 }  // namespace
 
 Cost model_cost(const leir::Program& p) {
-  double work = 0;
-  for (const auto& s : analysis::statement_counts(p)) {
-    const double par = std::min(16.0, s.parallel_extent), vec = std::min(4.0, s.vector_extent);
-    work += double(s.iterations) *
-            (double(s.ops) + double(s.global_bytes) / 4.0 + 0.25 * double(s.local_accesses) + 0.5) / (par * vec);
-  }
-  return {std::round(work * 10.0) / 10.0, false};
+  return {std::round(analysis::analytic_cost(p, analysis::kReferenceMachine) * 10.0) / 10.0, false};
 }
 
 double round_ratio(double num, double den) {

@@ -10,8 +10,8 @@
 // Every verified candidate becomes a Transition labelled improving / non_improving, so the dataset
 // can keep informative non-improving steps.
 //
-// Cost: model_cost(), a deterministic analytic model (flops, global/local bytes, parallel and
-// vector loops), ranks and prunes candidates — results carry measured=false. `steptp generate`
+// Cost: model_cost(), the analytic cost (ir/analysis/cost.h) on its fixed reference machine,
+// ranks and prunes candidates — results carry measured=false. `steptp generate`
 // keeps the model here (so trajectories never depend on timing noise) and times the transitions
 // that become records afterwards, on the CPU backend (apps/dataset/measurement.h); measured search is
 // the tuner's (tune/). Determinism: nothing depends on time or thread scheduling.
@@ -32,8 +32,8 @@ struct Cost {
   double value = 0;    // lower is better (model units or microseconds)
   bool measured = false;
 };
-// cost = (flops + bytes/4 + 0.25*local accesses + 0.5) / parallel speedup / vector speedup per
-// statement instance, over the statements' counts (ir/analysis/program_facts.h statement_counts).
+// The analytic cost (ir/analysis/cost.h) on analysis::kReferenceMachine, rounded to 0.1: the same
+// formula as the tuner's prior, on a fixed machine, so it does not depend on the machine computing it.
 Cost model_cost(const leir::Program& p);
 
 enum class Mode { Greedy, Beam };

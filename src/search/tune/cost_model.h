@@ -2,7 +2,7 @@
 // (search/tune/feature_extractor.h). Learned: XGBoost gradient-boosted trees (the model MetaSchedule
 // uses), trained through its C API on the candidates measured so far (the store's facts), and
 // retrained after every round. Cold start (fewer than kMinTrainingSamples measurements): the
-// analytic prior, -log2 of analytic_estimate relative to the root's — which the trees also see
+// analytic prior, -log2 of the analytic cost (ir/analysis/cost.h) relative to the root's — which the trees also see
 // as a feature. Training is single-threaded with a fixed seed, so the same measurements give the
 // same model and the same ranking, byte for byte.
 //

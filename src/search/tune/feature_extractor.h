@@ -5,7 +5,8 @@
 // loop extents and kinds, the stride class of every access at the innermost loop, the footprint
 // of the loops from each level inward against the machine's L1/L2/L3 (reuse per cache level and
 // the traffic beyond it), the vectorizable inner extent, the parallel extent against the core
-// count, arithmetic intensity — and the analytic estimate (analytic_estimate) as one more input.
+// count, arithmetic intensity — and the analytic cost (ir/analysis/cost.h, on this machine) as one
+// more input. The walk is the analytic cost's (analysis::cost_walk).
 #pragma once
 
 #include <array>
@@ -25,11 +26,5 @@ const std::array<std::string_view, kFeatureCount>& feature_names();
 
 // Throws leir::LeirError for an invalid program.
 Features extract_features(const leir::Program& p, const Machine& m);
-
-// The cold-start prior: an analytic time estimate (arbitrary units, lower is faster) from the same
-// walk — per statement instance, arithmetic plus memory accesses priced by stride class, divided
-// by the effective vector and parallel width, plus the traffic that misses L2 priced by
-// bandwidth. Unlike search::model_cost it sees strides, caches and the machine's core count.
-double analytic_estimate(const leir::Program& p, const Machine& m);
 
 }  // namespace steptp::tune

@@ -87,6 +87,11 @@ ScheduleParams schedule_params(const Machine& m) {
   return p;
 }
 
+analysis::CostMachine cost_machine(const Machine& m) {
+  return {.cores = m.cores, .l1_bytes = m.l1_bytes, .l2_bytes = m.l2_bytes, .l3_bytes = m.l3_bytes,
+          .f32_lanes = schedule_params(m).f32_throughput_lanes};
+}
+
 std::string fingerprint(const Machine& m) {
   return fmt::format("cpu={};cores={};compiler={};threads={}", m.cpu_model, m.cores, m.compiler, m.threads);
 }

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "ir/analysis/cost.h"
+
 namespace steptp::tune {
 
 struct Machine {
@@ -35,13 +37,15 @@ struct ScheduleParams {
   // Register-block shapes (rows, vectors per row), the rule's order: the widest block of
   // kBlockRows rows within `accumulators`, then kBlockRows x 1 and kBlockRows/2 x 1 (no duplicate).
   std::vector<std::pair<int64_t, int64_t>> block_shapes;
-  // f32 lanes one vector operation computes per cycle (the analytic prior's vector width).
+  // f32 lanes one vector operation computes per cycle (the analytic cost's vector width).
   int64_t f32_throughput_lanes = 0;
 };
 // Rows of a register block: independent accumulation chains, one per row vector, enough to cover
 // the FMA latency at the FMA issue rate (4 cycles x 2 pipes on Zen 3/4 and Skylake).
 inline constexpr int64_t kBlockRows = 8;
 ScheduleParams schedule_params(const Machine& m);
+// What the analytic cost (ir/analysis/cost.h) sees of `m`: its cores, caches and f32 throughput lanes.
+analysis::CostMachine cost_machine(const Machine& m);
 // The datapath width of a CPU with `vector_bytes` registers, by vendor and family (/proc/cpuinfo):
 // AMD before Zen 5 (family 0x1A) splits 512-bit operations into 256-bit halves, Zen 1 (family
 // 0x17, model < 0x30) 256-bit ones into 128-bit halves; every other CPU runs its registers whole.
