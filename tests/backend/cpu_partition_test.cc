@@ -186,6 +186,20 @@ TEST(CpuPartition, OneDimensionalPads) {
   EXPECT_NE(code.find("for (int64_t v_y = 1; v_y < 8; ++v_y)"), std::string::npos) << code;
   EXPECT_NE(code.find("for (int64_t v_y = 1; v_y < 6; ++v_y)"), std::string::npos);
   expect_same_values(odd_text, dir.path);
+  // The window loop outside a vector row (no unrolled rows, so no register tile to keep whole):
+  // the vector loop itself is split, its interior a plain `omp simd` loop.
+  const std::string row_text =
+      "input A: f32[5,7]\nparam W: f32[3]\noutput C: f32[5,7]\n"
+      "L^{5}_{r=0}L^{3}_{k=0}V^{7}_{y=0}[C^{f32,g}_{r,y}=C^{f32,g}_{r,y}+if_then_else(1<=y+k<8,"
+      "A^{f32,g}_{r,y+k-1},0)*W^{f32,g}_{k};];";
+  const leir::Program row = leir::program_from_text(row_text, "pad1d_row.leir");
+  partition_loops(row, &split);
+  EXPECT_EQ(split, 1);
+  const std::string row_code = generate_cpu_kernel(row, {}).code;
+  EXPECT_NE(row_code.find("#pragma omp simd\n      for (int64_t v_y = 1; v_y < 6; ++v_y)"), std::string::npos)
+      << row_code;
+  EXPECT_EQ(reads_of_a(row_code), std::make_pair(3, 1));
+  expect_same_values(row_text, dir.path);
 }
 
 TEST(CpuPartition, WhatCannotBeSplitStaysAsWritten) {

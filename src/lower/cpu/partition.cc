@@ -170,13 +170,17 @@ class Partitioner {
       return std::any_of(c.begin(), c.end(), [&](const BoundAtom& b) { return !analysis::bounds(b.f, all); }) ||
              std::all_of(c.begin(), c.end(), [&](const BoundAtom& b) { return proven(b, all); });
     });
+    const bool unrolled = std::any_of(n.loops.begin(), n.loops.end(),
+                                      [](const leir::Loop& l) { return l.kind == leir::LoopKind::Unrolled; });
     for (size_t k = 0; k < n.loops.size() && !checks.empty(); ++k) {
       const leir::Loop& l = n.loops[k];
-      // Serial loops over the written elements only: a parallel run keeps its collapse, a register
-      // block (unrolled rows, vector columns) its shape and a reduction loop its block.
-      if (l.kind != leir::LoopKind::Serial || l.extent < 2) continue;
-      if (std::none_of(n.body.begin(), n.body.end(), [&](const leir::Item& it) { return mentions_var(it.stmt.lhs, l.var); }))
-        continue;
+      // Loops over the written elements only, serial or the innermost vector loop of a nest
+      // without unrolled rows: a parallel run keeps its collapse, a register tile (unrolled rows
+      // of whole vectors) its shape, a reduction loop the block kept over it.
+      const bool vector_row = l.kind == leir::LoopKind::Vectorized && k + 1 == n.loops.size() && !unrolled;
+      if ((l.kind != leir::LoopKind::Serial && !vector_row) || l.extent < 2) continue;
+      auto writes_along = [&](const leir::Item& it) { return mentions_var(it.stmt.lhs, l.var); };
+      if (std::none_of(n.body.begin(), n.body.end(), writes_along)) continue;
       IterRange in{l.start, l.start + l.extent};
       bool any = false;
       for (const auto& check : checks) {
