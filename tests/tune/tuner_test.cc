@@ -266,8 +266,9 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
 
 TEST(ScheduleRules, APaddedInputIsInlinedIntoTheConvolutionThenTiled) {
   // A depthwise convolution of a zero-padded copy (the workloads' form): the last chains inline
-  // the copy (compute_inline) and tile the convolution, which then reads A through the pad's
-  // condition; they replay and verify, and keep the register block.
+  // the copy (compute_inline), alone and then before each tiling of the convolution, which then
+  // reads A through the pad's condition; they replay and verify, and the tiled ones keep the
+  // register block.
   const leir::Program root = leir::program_from_text(
       "input A: f32[2,4,16,16]\nparam D: f32[4,1,3,3]\noutput C: f32[2,4,16,16]\n"
       "B^{2}_{tx=0}L^{4}_{a=0}L^{18}_{c=0}L^{18}_{d=0}[E^{f32,g}_{tx,a,c,d}=if_then_else(1<=c<17&1<=d<17,"
@@ -279,14 +280,17 @@ TEST(ScheduleRules, APaddedInputIsInlinedIntoTheConvolutionThenTiled) {
   std::vector<const RuleChain*> inlined;
   for (const auto& c : plain)
     if (c.front().step.strategy == "compute_inline") inlined.push_back(&c);
-  // One per block shape (16 columns: one 16-lane vector, which the 8 x 2 block takes whole).
-  ASSERT_EQ(inlined.size(), 3u);
-  EXPECT_EQ(inlined.front(), &plain[plain.size() - 3]);  // after every other chain
+  // The inlining alone, then one per block shape (16 columns: one 16-lane vector, which the 8 x 2
+  // block takes whole).
+  ASSERT_EQ(inlined.size(), 4u);
+  EXPECT_EQ(inlined.front(), &plain[plain.size() - 4]);  // after every other chain
+  EXPECT_EQ(inlined.front()->size(), 1u);
   for (const RuleChain* c : inlined) {
     const leir::Program& p = c->back().program;
     ASSERT_EQ(p.body.size(), 1u);  // no copy left
     expect_replays_and_verifies(root, *c, 8);
-    EXPECT_NE(backend::cpu::generate_cpu_kernel(p, {}).code.find("register block"), std::string::npos);
+    EXPECT_EQ(backend::cpu::generate_cpu_kernel(p, {}).code.find("register block") != std::string::npos,
+              c != inlined.front());
   }
   // A program without a copy producer gets no such chain.
   for (const auto& c : chains_on_avx512(gemm_with_epilogue(64, 48, 64, "L")))

@@ -381,9 +381,16 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       keep(b);
     }
   }
-  // The copy producers (a convolution's padded input) inlined first, then each register tiling:
-  // the consumer reads the source through the producer's condition and no copy is made. Last, so
-  // the chains above keep their order (and programs without such a producer get no more chains).
+  // The copy producers (a convolution's padded input) inlined: the consumer reads the source
+  // through the producer's condition and no copy is made; the CPU lowering splits its rows and
+  // columns around that condition (lower/cpu/partition.h). Alone first (a depthwise convolution
+  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then
+  // before each register tiling. Last, so the chains above keep their order (and programs without
+  // such a producer get no more chains).
+  {
+    ChainBuilder b(root, max_steps);
+    if (inline_copies(b)) keep(b);
+  }
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
     if (!inline_copies(b)) break;
