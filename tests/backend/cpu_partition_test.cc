@@ -200,6 +200,19 @@ TEST(CpuPartition, OneDimensionalPads) {
       << row_code;
   EXPECT_EQ(reads_of_a(row_code), std::make_pair(3, 1));
   expect_same_values(row_text, dir.path);
+  // The outermost loop of a top-level nest split: its parts stay one top-level item (one kernel
+  // piece, one accumulation plan), a nest without loops around them.
+  const std::string outer_text =
+      "input A: f32[16]\noutput C: f32[18]\n"
+      "L^{18}_{c=0}[C^{f32,g}_{c}=if_then_else(1<=c<17,A^{f32,g}_{c-1},0);];";
+  const leir::Program outer = leir::program_from_text(outer_text, "pad1d_outer.leir");
+  const leir::Program outer_split = partition_loops(outer, &split);
+  EXPECT_EQ(split, 1);
+  ASSERT_EQ(outer_split.body.size(), 1u);
+  EXPECT_TRUE(outer_split.body[0].nest.loops.empty());
+  EXPECT_EQ(outer_split.body[0].nest.body.size(), 3u);
+  EXPECT_EQ(generate_cpu_kernel(outer, {}).pieces.size(), 1u);
+  expect_same_values(outer_text, dir.path);
 }
 
 TEST(CpuPartition, WhatCannotBeSplitStaysAsWritten) {
