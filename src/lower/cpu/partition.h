@@ -7,10 +7,12 @@
 // vector loop scalar, the plain read vectorizes. The border ranges keep the condition as it was.
 //
 // Same statements, same iterations in the same order, so the same bits. A nest is split only
-// where that is provably so and pays: serial loops, interiors of at least half the loop's range,
-// and no later top-level item accumulating into what the nest writes (the accumulation plan,
-// lower/accumulation.h, would no longer see one statement covering the whole tensor). Programs
-// with nothing to split come back unchanged, so their generated code is byte-identical.
+// where that is provably so and pays: loops over the written elements, serial or the innermost
+// vector loop of a nest without unrolled rows (a register tile stays whole), interiors of at
+// least half the loop's range, and no later top-level item accumulating into what the nest
+// writes (the accumulation plan, lower/accumulation.h, would no longer see one statement covering
+// the whole tensor). Programs with nothing to split come back unchanged, so their generated code
+// is byte-identical.
 #pragma once
 
 #include <cstdint>
