@@ -264,6 +264,39 @@ TEST(ScheduleRules, ConvolutionBlocksOutputChannelsByAWholeMaskedRowAndParalleli
   EXPECT_NE(code.find("b_C[248];  // register block"), std::string::npos);
 }
 
+TEST(ScheduleRules, APaddedInputIsInlinedIntoTheConvolutionThenTiled) {
+  // A depthwise convolution of a zero-padded copy (the workloads' form): the last chains inline
+  // the copy (compute_inline), alone and then before each tiling of the convolution, which then
+  // reads A through the pad's condition; they replay and verify, and the tiled ones keep the
+  // register block.
+  const leir::Program root = leir::program_from_text(
+      "input A: f32[2,4,16,16]\nparam D: f32[4,1,3,3]\noutput C: f32[2,4,16,16]\n"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{18}_{c=0}L^{18}_{d=0}[E^{f32,g}_{tx,a,c,d}=if_then_else(1<=c<17&1<=d<17,"
+      "A^{f32,g}_{tx,a,c-1,d-1},0);];"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{16}_{c=0}L^{16}_{d=0}L^{1}_{f=0}L^{3}_{g=0}L^{3}_{h=0}[C^{f32,g}_{tx,a,c,d}="
+      "C^{f32,g}_{tx,a,c,d}+E^{f32,g}_{tx,a,c+g,d+h}*D^{f32,g}_{a,f,g,h};];",
+      "depthwise.leir");
+  const auto plain = chains_on_avx512(root);
+  std::vector<const RuleChain*> inlined;
+  for (const auto& c : plain)
+    if (c.front().step.strategy == "compute_inline") inlined.push_back(&c);
+  // The inlining alone, then one per block shape (16 columns: one 16-lane vector, which the 8 x 2
+  // block takes whole).
+  ASSERT_EQ(inlined.size(), 4u);
+  EXPECT_EQ(inlined.front(), &plain[plain.size() - 4]);  // after every other chain
+  EXPECT_EQ(inlined.front()->size(), 1u);
+  for (const RuleChain* c : inlined) {
+    const leir::Program& p = c->back().program;
+    ASSERT_EQ(p.body.size(), 1u);  // no copy left
+    expect_replays_and_verifies(root, *c, 8);
+    EXPECT_EQ(backend::cpu::generate_cpu_kernel(p, {}).code.find("register block") != std::string::npos,
+              c != inlined.front());
+  }
+  // A program without a copy producer gets no such chain.
+  for (const auto& c : chains_on_avx512(gemm_with_epilogue(64, 48, 64, "L")))
+    EXPECT_NE(c.front().step.strategy, "compute_inline");
+}
+
 TEST(ScheduleRules, AnAccumulationThatDoesNotDivideIntoBlocksIsVectorizedAlongItsOutputRow) {
   // A bench-style draw: 7 x 5 @ 5 x 13 (7 divides by neither 8 nor 4, 13 by no vector), then a
   // heavy elementwise epilogue. No register block fits; the accumulation chain moves the

@@ -10,6 +10,7 @@
 #include "ir/analysis/affine.h"
 #include "lower/accumulation.h"
 #include "lower/c_expr.h"
+#include "lower/cpu/partition.h"
 // Generated from lower/cpu/workspace.h by src/CMakeLists.txt: kCpuWorkspaceRule.
 #include "cpu_workspace_rule.h"
 #include "lower/rejection.h"
@@ -725,7 +726,9 @@ CpuKernelSource generate_cpu_kernel(const leir::Program& p, const CpuCodegenOpti
   // Names become C++ identifiers and the program name a comment: refuse anything else, whoever
   // built the program.
   leir::check_names(p);
-  return Emitter(p, o).run();
+  if (!o.partition_loops) return Emitter(p, o).run();
+  const leir::Program split = partition_loops(p);
+  return Emitter(split, o).run();
 }
 
 }  // namespace steptp::backend::cpu

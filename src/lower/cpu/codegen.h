@@ -40,6 +40,10 @@ struct CpuCodegenOptions {
   // Keep a nest's accumulated block in a local array over its reduction loop (bit-identical
   // results; see register_block in codegen.cc). false: store every update (for comparisons).
   bool register_blocks = true;
+  // Split serial loops around the affine bounds checks of their if_then_else reads (a padded
+  // input inlined into a convolution) so that the interior reads without them (partition.h).
+  // false: lower every condition where it is written (for comparisons).
+  bool partition_loops = true;
 };
 
 struct KernelParam {

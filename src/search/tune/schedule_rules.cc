@@ -300,6 +300,31 @@ bool annotate_heavy_rest(ChainBuilder& b, const std::vector<char>& done) {
   return b.size() > before;
 }
 
+// Whether top-level item `item` of `p` is a nest of one statement that copies an element, possibly
+// under a condition with a literal otherwise: a zero-padded copy E = if_then_else(inside, A[c-1], 0).
+// Inlined into its consumers (MetaSchedule's AutoInline of a pad) it costs a comparison per read
+// and saves the copy's own pass over memory and its intermediate.
+bool copy_producer(const leir::Program& p, size_t item) {
+  if (!p.body[item].is_nest()) return false;
+  const leir::Nest& n = p.body[item].nest;
+  if (n.body.size() != 1 || !n.body[0].is_stmt()) return false;
+  const leir::ExprPtr& e = n.body[0].stmt.rhs;
+  if (e->is_access()) return true;
+  return e->kind == leir::ExprKind::Call && e->func == leir::Func::IfThenElse && e->args.size() == 3 &&
+         e->args[1]->is_access() && e->args[2]->is_number();
+}
+
+// Inlines every copy producer that compute_inline accepts; whether one was.
+bool inline_copies(ChainBuilder& b) {
+  bool any = false;
+  for (size_t item = 0; item < b.program().body.size();) {
+    // An inlined producer is dropped, so the next item takes its index.
+    if (copy_producer(b.program(), item) && b.step("compute_inline", nest_site(item))) any = true;
+    else ++item;
+  }
+  return any;
+}
+
 }  // namespace
 
 std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Machine& m, int max_steps) {
@@ -362,6 +387,23 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       annotate_heavy_rest(b, vectorized);
       keep(b);
     }
+  }
+  // The copy producers (a convolution's padded input) inlined: the consumer reads the source
+  // through the producer's condition and no copy is made; the CPU lowering splits its rows and
+  // columns around that condition (lower/cpu/partition.h). Alone first (a depthwise convolution
+  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then
+  // before each register tiling. Last, so the chains above keep their order (and programs without
+  // such a producer get no more chains).
+  {
+    ChainBuilder b(root, max_steps);
+    if (inline_copies(b)) keep(b);
+  }
+  for (auto [rows, vectors] : schedule_params(m).block_shapes) {
+    ChainBuilder b(root, max_steps);
+    if (!inline_copies(b)) break;
+    bool tiled = false;
+    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, rows, vectors);
+    if (tiled) keep(b);
   }
   return out;
 }

@@ -25,6 +25,10 @@
 //  * every accumulation vectorized along its output's unit-stride loop with its reduction loops
 //    moved outside that loop (no register block: the schedule for extents that divide into no
 //    block, as bench draws often do), then parallel + vector over the other heavy nests.
+//  * last, when the program has copy producers (a nest of one statement that copies an element,
+//    possibly under a condition with a literal otherwise: a convolution's zero-padded input):
+//    the copies inlined into their consumers (compute_inline; MetaSchedule's AutoInline of a
+//    pad) alone, then before each register tiling.
 // "parallel" over a nest whose loops already run on every core (a B loop) adds nothing: the
 // chains that follow a tiling parallelize only nests with no parallel loop.
 #pragma once
