@@ -190,6 +190,7 @@ KernelCompiler::KernelCompiler(CompilerOptions o) : o_(std::move(o)) {
   for (const auto& f : flags_) identity_ += f + "\n";
   identity_ += fmt::format("glibc {}\n", gnu_get_libc_version());
   identity_ += cpu_prelude();
+  identity_ += fmt::format("lowering revision {}\n", kCpuLoweringRevision);
 }
 
 std::string KernelCompiler::key_of(const std::string& code) const { return content_hash(identity_ + code); }
