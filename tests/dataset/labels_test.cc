@@ -153,7 +153,7 @@ class Labels : public ::testing::Test {
 };
 
 TEST_F(Labels, NoisySessionsAreRetimedAndWhatStaysUninformativeIsDropped) {
-  tune::MeasurementStore store((dir_ / "m.sqlite").string());
+  tune::ObservationStore store((dir_ / "m.sqlite").string());
   MeasureStats st;
   std::vector<char> kept;
   const json out = measure_records(records_, o_, store, &st, &kept);
@@ -240,7 +240,7 @@ TEST_F(Labels, TheMeasureStageIsAFunctionOfTheRecordsAndTheStore) {
 }
 
 TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
-  tune::MeasurementStore store((dir_ / "m.sqlite").string());
+  tune::ObservationStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
   ASSERT_EQ(out.size(), 5u);
   const json& s1 = out[0]["answers"][0];
@@ -274,7 +274,7 @@ TEST_F(Labels, LabelsFollowTheIntervalAndThePathsPayOff) {
 }
 
 TEST_F(Labels, OneSpeedupOverTheRootPerProgramAndPathsEndAtTheirBest) {
-  tune::MeasurementStore store((dir_ / "m.sqlite").string());
+  tune::ObservationStore store((dir_ / "m.sqlite").string());
   const json out = measure_records(records_, o_, store);
   ASSERT_EQ(out.size(), 5u);
   // Every record's parent_speedup_vs_root is the producing answer's speedup_vs_root.

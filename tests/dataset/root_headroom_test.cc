@@ -74,7 +74,7 @@ TEST(RootHeadroom, AMemoryBoundRootIsLeftOutAndAComputeBoundOneKept) {
   const auto reason = skipped[0]["reason"].get<std::string>();
   EXPECT_NE(reason.find("below --min-headroom 8"), std::string::npos) << reason;
 
-  tune::MeasurementStore facts(store);
+  tune::ObservationStore facts(store);
   const auto stored = facts.size();
   std::vector<Root> again{testing::bench_root("relu6", 3), testing::bench_root("batched_matmul", 3)};
   auto resized = size_roots_by_measurement(again, o, store, nullptr);

@@ -60,7 +60,7 @@ TEST(TunedTransitions, ThePathStepByStepThenItsMeasuredAlternatives) {
   {
     // With the tuner's store and its verify seed, the verdicts it stored are read back, and they
     // are the verdicts a fresh verifier reaches.
-    tune::MeasurementStore store(to.store_path);
+    tune::ObservationStore store(to.store_path);
     const uint64_t tuner_seed = base::mix_seed(to.seed, 0x7e);
     const auto fresh = tuned_transitions(r, tuner_seed, 1.05, nullptr);
     const int64_t facts = store.size();

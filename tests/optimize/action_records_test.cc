@@ -36,7 +36,7 @@ TEST(ActionRecords, AnswersReplayToTheRecordsResult) {
     auto parsed = reward::parse_answer(asst);
     ASSERT_TRUE(parsed.ok) << parsed.reason;
     const auto& step = parsed.steps.front();
-    ASSERT_EQ(step.form, reward::Step::Form::Action);
+    ASSERT_EQ(step.form, reward::AnswerStep::Form::Action);
     EXPECT_NE(user.find(step.site_handle), std::string::npos) << "the prompt does not list " << step.site_handle;
     leir::Program parent = leir::program_from_text(rec["parent_program"].get<std::string>());
     auto cand = reward::candidate_program(parent, step);

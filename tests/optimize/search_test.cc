@@ -35,7 +35,7 @@ std::string store_path(const std::string& name) {
 
 json run(SearchKind kind, const std::string& policy, int64_t measured, const std::string& store_name,
          uint64_t seed = 7) {
-  tune::MeasurementStore store(store_path(store_name));
+  tune::ObservationStore store(store_path(store_name));
   ModelRunner runner(1);
   auto p = policy == "model" ? make_model_policy(seed, 1) : make_random_policy(seed);
   OptimizeOptions o;

@@ -14,7 +14,7 @@ TEST(Answer, IrForm) {
   ASSERT_TRUE(a.ok) << a.reason;
   EXPECT_FALSE(a.list);
   ASSERT_EQ(a.steps.size(), 1u);
-  EXPECT_EQ(a.steps[0].form, Step::Form::IR);
+  EXPECT_EQ(a.steps[0].form, AnswerStep::Form::IR);
   EXPECT_EQ(a.steps[0].strategy, "loop_split");
   EXPECT_EQ((*a.steps[0].params)["factor"], 4);
   EXPECT_EQ(a.steps[0].ir, "x");
@@ -23,7 +23,7 @@ TEST(Answer, IrForm) {
 TEST(Answer, ActionFormAcceptsIndexOrSiteObject) {
   auto a = parse_answer("<answer>{\"strategy\":\"loop_unrolling\",\"site\":2}</answer>");
   ASSERT_TRUE(a.ok) << a.reason;
-  EXPECT_EQ(a.steps[0].form, Step::Form::Action);
+  EXPECT_EQ(a.steps[0].form, AnswerStep::Form::Action);
   EXPECT_EQ(*a.steps[0].site, 2);
   EXPECT_FALSE(a.steps[0].params.has_value());
   auto b = parse_answer("<answer>{\"strategy\":\"s\",\"site\":{\"index\":1,\"path\":[0]},\"params\":{}}</answer>");
@@ -34,7 +34,7 @@ TEST(Answer, ActionFormAcceptsIndexOrSiteObject) {
 TEST(Answer, ActionFormAcceptsSiteHandles) {
   auto a = parse_answer("<answer>{\"strategy\":\"loop_tiling\",\"site\":\"@0/1.2\"}</answer>");
   ASSERT_TRUE(a.ok) << a.reason;
-  EXPECT_EQ(a.steps[0].form, Step::Form::Action);
+  EXPECT_EQ(a.steps[0].form, AnswerStep::Form::Action);
   EXPECT_FALSE(a.steps[0].site.has_value());
   EXPECT_EQ(a.steps[0].site_handle, "@0/1.2");
   for (const char* bad : {"\"0/1\"", "\"@0//1\"", "\"@0.\"", "\"@x\"", "\"@0#\""}) {
@@ -59,7 +59,7 @@ TEST(Answer, ListAndLastAnswerTagCounts) {
   ASSERT_TRUE(a.ok) << a.reason;
   EXPECT_TRUE(a.list);
   ASSERT_EQ(a.steps.size(), 2u);
-  EXPECT_EQ(a.steps[1].form, Step::Form::Action);
+  EXPECT_EQ(a.steps[1].form, AnswerStep::Form::Action);
 }
 
 TEST(Answer, MalformedAnswersHaveReasons) {

@@ -9,7 +9,7 @@
 
 #include "ir/leir/program_io.h"
 #include "search/tune/database.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/runner.h"
 
 namespace fs = std::filesystem;
@@ -76,17 +76,17 @@ TEST(MeasurePairs, PairsWithOneReferenceShareASessionAndFailAlone) {
   ASSERT_TRUE(f[2].ok) << f[2].error;
 }
 
-TEST(MeasurementStore, FirstWriterWinsAndValuesPersist) {
+TEST(ObservationStore, FirstWriterWinsAndValuesPersist) {
   auto d = fs::temp_directory_path() / fmt::format("steptp-database-test-{}", getpid());
   fs::create_directories(d);
   {
-    MeasurementStore s((d / "m.sqlite").string());
+    ObservationStore s((d / "m.sqlite").string());
     EXPECT_FALSE(s.get("k"));
     s.put_all({{"k", json{{"v", 1}}}});
     s.put_all({{"k", json{{"v", 2}}}, {"j", json{{"v", 3}}}});
     EXPECT_EQ((*s.get("k"))["v"], 1);
   }
-  MeasurementStore again((d / "m.sqlite").string());
+  ObservationStore again((d / "m.sqlite").string());
   EXPECT_EQ(again.size(), 2);
   EXPECT_EQ((*again.get("j"))["v"], 3);
   fs::remove_all(d);
@@ -116,20 +116,20 @@ struct StoredPair {
   std::pair<Subject, Subject> pair() const { return {{&programs[0], &a}, {&programs[1], &b}}; }
 };
 
-TEST(MeasurementStore, AStoredFailureReloadsWithItsKind) {
+TEST(ObservationStore, AStoredFailureReloadsWithItsKind) {
   auto d = fs::temp_directory_path() / fmt::format("steptp-failure-kind-test-{}", getpid());
   fs::create_directories(d);
   const std::string path = (d / "m.sqlite").string();
   StoredPair p;
   {
-    MeasurementStore s(path);
+    ObservationStore s(path);
     FailingRunner compile(MeasureFailure::Compile);
     Comparer c(s, compile);
     EXPECT_EQ(c.compare({p.pair()})[0].failure, MeasureFailure::Compile);
     EXPECT_EQ(compile.calls, 1);
   }
   // Reopened: the fact is read back (same runner identity, nothing measured) with its kind.
-  MeasurementStore s(path);
+  ObservationStore s(path);
   FailingRunner crash(MeasureFailure::Crash);
   Comparer c(s, crash);
   const PairResult back = c.compare({p.pair()})[0];
@@ -143,10 +143,10 @@ TEST(MeasurementStore, AStoredFailureReloadsWithItsKind) {
 
 // Stores written before failures had kinds hold {"ok": false, "error": MESSAGE}: such an entry
 // reads with the kind the runner's message implies (failure_of_legacy_entry).
-TEST(MeasurementStore, AnEntryWrittenBeforeFailureKindsReadsWithTheMigratedKind) {
+TEST(ObservationStore, AnEntryWrittenBeforeFailureKindsReadsWithTheMigratedKind) {
   auto d = fs::temp_directory_path() / fmt::format("steptp-legacy-failure-test-{}", getpid());
   fs::create_directories(d);
-  MeasurementStore s((d / "m.sqlite").string());
+  ObservationStore s((d / "m.sqlite").string());
   StoredPair p;
   FailingRunner runner(MeasureFailure::Crash);
   const std::vector<std::pair<std::string, MeasureFailure>> legacy = {
@@ -185,9 +185,9 @@ TEST(NoiseRule, NeedsTheRatioToClearBothTimingsNoise) {
 }
 
 TEST(MeasurementKey, DependsOnEveryPartAndItsBoundaries) {
-  EXPECT_EQ(measurement_key({"a", "b"}), measurement_key({"a", "b"}));
-  EXPECT_NE(measurement_key({"a", "b"}), measurement_key({"ab", ""}));
-  EXPECT_NE(measurement_key({"m1", "a"}), measurement_key({"m2", "a"}));
+  EXPECT_EQ(observation_key({"a", "b"}), observation_key({"a", "b"}));
+  EXPECT_NE(observation_key({"a", "b"}), observation_key({"ab", ""}));
+  EXPECT_NE(observation_key({"m1", "a"}), observation_key({"m2", "a"}));
 }
 
 }  // namespace

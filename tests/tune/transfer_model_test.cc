@@ -159,7 +159,7 @@ json record(const Machine& m, const std::string& root, const std::string& parent
 
 TEST(TrainingSet, ReadsTheRecordsBesideAStoreAndRefusesAnotherMachineKind) {
   const fs::path dir = transfer_tmp("store");
-  { MeasurementStore store((dir / "measurements.sqlite").string()); }
+  { ObservationStore store((dir / "measurements.sqlite").string()); }
   const Machine m = this_machine(2);
   const std::string root = leir::program_to_text(scale_root(), false);
   const std::string par = "input A: f64[8,64]\noutput C: f64[8,64]\n"

@@ -69,7 +69,7 @@ TEST(TuneCli, KilledRunResumesAndEqualsARerunOnItsFinalStore) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // finished before we could kill it
     if (!fs::exists(dir / "a" / "measurements.sqlite")) continue;
     try {
-      if (MeasurementStore(((dir / "a" / "measurements.sqlite")).string()).size() >= 3) {
+      if (ObservationStore(((dir / "a" / "measurements.sqlite")).string()).size() >= 3) {
         kill(pid, SIGKILL);
         waitpid(pid, nullptr, 0);
         killed = true;

@@ -121,7 +121,7 @@ TEST(Evidence, CallerGivenInDomainInputsAreEvidence) {
   EXPECT_DOUBLE_EQ(same.finite_share, 1.0);
 }
 
-// A report stored as JSON (the tuner's verdict facts, search/tune/facts.h) reads back to the same
+// A report stored as JSON (the tuner's verdict facts, search/tune/observations.h) reads back to the same
 // report: a failed one with its worst element, an exact one without, and an inconclusive one
 // whose finite share is zero; malformed objects are clear errors.
 TEST(ReportJson, RoundTripsAndRejectsMalformedObjects) {

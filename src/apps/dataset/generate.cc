@@ -189,8 +189,8 @@ Resumed resume_from_checkpoints(const GenerateOptions& o, const std::vector<Root
     if (o.measured)
       for (const fs::path& dir : unowned_rank_dirs(f.out, cluster.size()))
         if (fs::exists(dir / "measurements.sqlite"))
-          tune::MeasurementStore(measurement_store_path(o))
-              .put_all(tune::MeasurementStore((dir / "measurements.sqlite").string()).entries());
+          tune::ObservationStore(measurement_store_path(o))
+              .put_all(tune::ObservationStore((dir / "measurements.sqlite").string()).entries());
     finished["merged"] = open_checkpoint(f.merged_db, fp);
   }
   finished["rank"] = cluster.size() > 1 ? json(open_checkpoint(f.rank_db, fp)) : finished["merged"];
@@ -257,7 +257,7 @@ std::string prepare_tune_store(const GenerateOptions& o, const Folders& f, Clust
     merge_rank_stores(cluster, tune_store, measurement_store_path(o));
     cluster.all_gather("");  // rank 0 has written the run's store
     if (fs::exists(measurement_store_path(o)))
-      tune::MeasurementStore(tune_store).put_all(tune::MeasurementStore(measurement_store_path(o)).entries());
+      tune::ObservationStore(tune_store).put_all(tune::ObservationStore(measurement_store_path(o)).entries());
   }
   return tune_store;
 }

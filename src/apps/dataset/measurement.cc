@@ -35,7 +35,7 @@
 #include "ir/leir/program_io.h"
 #include "search/analytic/search.h"
 #include "transform/sampler.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/machine.h"
 #include "search/tune/runner.h"
 
@@ -45,7 +45,7 @@ namespace steptp::dataset {
 namespace {
 
 using nlohmann::json;
-using tune::MeasurementStore;
+using tune::ObservationStore;
 
 }  // namespace
 
@@ -276,7 +276,7 @@ std::string session_key(const std::string& key, int s) {
 }
 // Sessions of a comparison the store lacks: the first, or the next one an unsettled last one
 // calls for (a lower bound: a new session may be unsettled too).
-int missing_sessions(MeasurementStore& store, const std::string& key, double threshold) {
+int missing_sessions(ObservationStore& store, const std::string& key, double threshold) {
   for (int s = 0; s < kSessions; ++s) {
     auto v = store.get(session_key(key, s));
     if (!v) return 1;
@@ -341,7 +341,7 @@ Comparisons comparisons_of(const json& records, const tune::Runner& runner) {
 
 }  // namespace
 
-json measure_records(json records, const GenerateOptions& o, MeasurementStore& store, MeasureStats* stats,
+json measure_records(json records, const GenerateOptions& o, ObservationStore& store, MeasureStats* stats,
                      std::vector<char>* kept) {
   if (kept) kept->assign(records.size(), 0);
   MeasureStats local;
@@ -526,7 +526,7 @@ json measure_records(json records, const GenerateOptions& o, MeasurementStore& s
 void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std::string& merged_path) {
   std::vector<std::string> rows;
   if (fs::exists(rank_path))
-    for (const auto& [key, value] : MeasurementStore(rank_path).entries()) rows.push_back(key + "\t" + value.dump());
+    for (const auto& [key, value] : ObservationStore(rank_path).entries()) rows.push_back(key + "\t" + value.dump());
   rows = cluster.gather(std::move(rows));
   if (cluster.rank() != 0) return;
   std::vector<std::pair<std::string, json>> entries;
@@ -534,7 +534,7 @@ void merge_rank_stores(Cluster& cluster, const std::string& rank_path, const std
     size_t tab = row.find('\t');
     entries.push_back({row.substr(0, tab), json::parse(row.substr(tab + 1))});
   }
-  MeasurementStore(merged_path).put_all(entries);
+  ObservationStore(merged_path).put_all(entries);
 }
 
 json MeasureSummary::to_json() const {
@@ -601,8 +601,8 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
                         "(e.g. a Slurm --constraint) or use --cost model",
                         r, machines[r], machine));
   // The tables exist before workers race to them.
-  if (lead) MeasurementStore create(path);
-  if (cluster.measuring()) MeasurementStore create(rank_path);
+  if (lead) ObservationStore create(path);
+  if (cluster.measuring()) ObservationStore create(rank_path);
   // Facts an interrupted run left in the ranks' stores count before anything is handed out.
   if (distributed) merge_rank_stores(cluster, rank_path, path);
 
@@ -610,7 +610,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
   // balanced by their count of missing comparisons.
   std::vector<std::vector<std::string>> per_rank(size_t(cluster.size()));
   if (lead) {
-    MeasurementStore store(path);
+    ObservationStore store(path);
     std::vector<int> measurers;
     for (size_t r = 0; r < machines.size(); ++r)
       if (!machines[r].empty()) measurers.push_back(int(r));
@@ -655,7 +655,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
   for (const auto& m : mine) missing.push_back(std::stoull(m.substr(0, m.find('\t'))));
   const std::vector<std::vector<size_t>> lists = shard_lists_by_cost(missing, J);
   auto worker = [&](int k) {
-    MeasurementStore store(rank_path);
+    ObservationStore store(rank_path);
     for (size_t g : lists[size_t(k)]) {
       MeasureStats st;
       json group = json::parse(mine[g].substr(mine[g].find('\t') + 1));
@@ -700,7 +700,7 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
 
 MeasureSummary measure_kept(std::vector<json>& recs, std::vector<char>& keep, const GenerateOptions& o) {
   MeasureSummary sum;
-  MeasurementStore store(measurement_store_path(o));
+  ObservationStore store(measurement_store_path(o));
   // The groups before any keep flag is cleared.
   const std::vector<std::vector<size_t>> groups = kept_groups(recs, keep);
   for (const auto& g : groups) {

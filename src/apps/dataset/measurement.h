@@ -142,7 +142,7 @@ std::string measurement_store_path(const GenerateOptions& o);
 // measured speedup_vs_parent, fastest first. Records whose comparisons failed or stayed noisy are
 // dropped (`kept`, if given, gets one flag per input record). Times with o.tune_runner when set
 // (tests), else measurement_runner(o).
-nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, tune::MeasurementStore& store,
+nlohmann::json measure_records(nlohmann::json records, const GenerateOptions& o, tune::ObservationStore& store,
                                MeasureStats* stats = nullptr, std::vector<char>* kept = nullptr);
 
 // Rank 0 takes the facts of every rank's store (`rank_path`, where it exists: the measuring

@@ -311,7 +311,7 @@ json root_records(const Root& r, const GenerateOptions& o, search::SearchStats* 
     auto tuned = tune::tune(r.program, to);
     search::SearchStats st;
     // The tuner's verify seed (search/tune/tuner.cc: base::mix_seed(seed, 0x7e)): its verdicts are reused.
-    tune::MeasurementStore store(to.store_path);
+    tune::ObservationStore store(to.store_path);
     auto transitions = tuned_transitions(tuned, base::mix_seed(seed, 0x7e), o.improve_threshold, &store, &st);
     st.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stats) *stats = st;

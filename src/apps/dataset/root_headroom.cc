@@ -34,7 +34,7 @@ double headroom(const RootSizing& s) {
 void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>& sizing, const GenerateOptions& o,
                               const std::string& store_path, json* skipped) {
   if (!(o.min_headroom > 0) || !o.measured || o.size != workloads::SizeClass::Bench) return;
-  tune::MeasurementStore store(store_path);
+  tune::ObservationStore store(store_path);
   const auto mo = traffic_options(o.measure_threads);
   const std::string machine = tune::fingerprint(tune::this_machine(o.measure_threads));
   const std::string config = fmt::format("memory-traffic warmup={} repeats={} min={} max={}", mo.warmup,
@@ -46,7 +46,7 @@ void screen_roots_by_headroom(std::vector<Root>& roots, std::vector<RootSizing>&
     // Bytes any equivalent program moves at least (search/tune/roofline.h: inputs and parameters read,
     // outputs written; constants not counted, since a program may compute them instead).
     const auto traffic = tune::program_traffic(roots[i].program);
-    const std::string key = tune::measurement_key(
+    const std::string key = tune::observation_key(
         {machine, fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes), config});
     auto found = store.get(key);
     if (!found) {

@@ -36,7 +36,7 @@ backend::MeasureOptions sizing_options() {
 
 // The naive one-core time of each program, from the store or measured now (one batch).
 std::vector<std::optional<double>> naive_ms(const std::vector<const leir::Program*>& programs, uint64_t input_seed,
-                                            tune::MeasurementStore& store) {
+                                            tune::ObservationStore& store) {
   const auto mo = sizing_options();
   const std::string machine = tune::fingerprint(tune::this_machine(1));
   const std::string config = fmt::format("naive-one-thread warmup={} repeats={} min={} max={}", mo.warmup,
@@ -46,7 +46,7 @@ std::vector<std::optional<double>> naive_ms(const std::vector<const leir::Progra
   std::vector<leir::Program> missing;
   std::vector<size_t> missing_idx;
   for (size_t i = 0; i < programs.size(); ++i) {
-    keys.push_back(tune::measurement_key({machine, leir::program_to_text(*programs[i], false), config}));
+    keys.push_back(tune::observation_key({machine, leir::program_to_text(*programs[i], false), config}));
     found.push_back(store.get(keys.back()));
     if (!found.back()) missing.push_back(*programs[i]), missing_idx.push_back(i);
   }
@@ -75,7 +75,7 @@ std::vector<RootSizing> size_roots_by_measurement(std::vector<Root>& roots, cons
                                                   const std::string& store_path, json* skipped) {
   std::vector<RootSizing> sizing(roots.size());
   if (!(o.min_root_ms > 0) || !o.measured || o.size != workloads::SizeClass::Bench) return sizing;
-  tune::MeasurementStore store(store_path);
+  tune::ObservationStore store(store_path);
   const uint64_t input_seed = base::mix_seed(o.seed, 0x512e);
   std::vector<char> settled(roots.size(), 0), left_out(roots.size(), 0);
   std::vector<std::string> reason(roots.size());

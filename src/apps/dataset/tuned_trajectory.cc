@@ -8,7 +8,7 @@
 
 #include "ir/leir/canonical.h"
 #include "ir/leir/program_io.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/runner.h"
 #include "search/tune/verification.h"
 
@@ -25,7 +25,7 @@ std::string trace_key(const strategies::Trace& t, size_t n) {
 }  // namespace
 
 std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
-                                                  double improve_threshold, tune::MeasurementStore* store,
+                                                  double improve_threshold, tune::ObservationStore* store,
                                                   search::SearchStats* stats) {
   const strategies::Trace& path = r.best_trace;
   const size_t L = path.size();

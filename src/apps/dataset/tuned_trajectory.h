@@ -35,7 +35,7 @@ namespace steptp::dataset {
 // same `verify_seed`) are reused and where new ones are kept. Throws strategies::ReplayError if the
 // best trace does not replay (a tuner bug, never bad input).
 std::vector<search::Transition> tuned_transitions(const tune::TuneResult& r, uint64_t verify_seed,
-                                                  double improve_threshold, tune::MeasurementStore* store = nullptr,
+                                                  double improve_threshold, tune::ObservationStore* store = nullptr,
                                                   search::SearchStats* stats = nullptr);
 
 }  // namespace steptp::dataset

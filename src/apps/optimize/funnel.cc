@@ -24,7 +24,7 @@ json to_json(const Outcome& o) {
   return j;
 }
 
-Funnel::Funnel(const leir::Program& root, tune::MeasurementStore& store, tune::Runner& runner, FunnelOptions o)
+Funnel::Funnel(const leir::Program& root, tune::ObservationStore& store, tune::Runner& runner, FunnelOptions o)
     : root_(root), root_text_(leir::program_to_text(root)), root_hash_(leir::canonical_hash(root)), store_(store),
       comparer_(store, runner), verifier_(root, o.verify_seed), o_(o) {}
 
@@ -86,7 +86,7 @@ Outcome Funnel::evaluate(const leir::Program& parent, double parent_speedup, con
   }
   const reward::Judgement& jd = steps.front();
   const json& oc = jd.outcome;
-  const reward::Step& step = jd.step;
+  const reward::AnswerStep& step = jd.step;
   out.form = oc["form"].get<std::string>();
   out.strategy = oc["strategy"].get<std::string>();
   out.inconclusive = oc["inconclusive"].get<bool>();

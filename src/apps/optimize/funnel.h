@@ -6,7 +6,7 @@
 // - verification is the tuner's (search/tune/verification.h: the interpreter at small sizes, compiled
 //   f64 builds at bench sizes) through the store's verdicts; "inconclusive" fails the
 //   equivalence stage but is counted apart;
-// - timing is the tuner's one timing policy through the store (search/tune/facts.h): the candidate timed
+// - timing is the tuner's one timing policy through the store (search/tune/observations.h): the candidate timed
 //   against the root, interleaved; its speedup over the parent is the ratio of the two speedups
 //   over the root, judged by tune::clears_noise with the two candidates' spreads. The timed
 //   kernel's outputs are not compared again here (the store keeps timings, not outputs): at
@@ -27,7 +27,7 @@
 #include "apps/optimize/budget.h"
 #include "apps/reward/reward.h"
 #include "search/tune/database.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/runner.h"
 #include "search/tune/verification.h"
 
@@ -60,7 +60,7 @@ nlohmann::json to_json(const Outcome& o);
 
 class Funnel {
  public:
-  Funnel(const leir::Program& root, tune::MeasurementStore& store, tune::Runner& runner, FunnelOptions o);
+  Funnel(const leir::Program& root, tune::ObservationStore& store, tune::Runner& runner, FunnelOptions o);
   // `parent_speedup`: the parent's measured speedup over the root (1 for the root).
   Outcome evaluate(const leir::Program& parent, double parent_speedup, const std::string& answer, Spend& spend);
   const std::string& root_text() const { return root_text_; }
@@ -74,7 +74,7 @@ class Funnel {
   leir::Program root_;
   std::string root_text_;
   uint64_t root_hash_;  // canonical
-  tune::MeasurementStore& store_;
+  tune::ObservationStore& store_;
   tune::Comparer comparer_;
   tune::RootVerifier verifier_;
   FunnelOptions o_;

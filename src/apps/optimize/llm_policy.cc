@@ -19,7 +19,7 @@ using nlohmann::json;
 
 class LlmPolicy : public Policy {
  public:
-  LlmPolicy(LlmOptions o, tune::MeasurementStore& answers) : o_(std::move(o)), answers_(answers) {}
+  LlmPolicy(LlmOptions o, tune::ObservationStore& answers) : o_(std::move(o)), answers_(answers) {}
   std::string name() const override { return "llm"; }
 
   std::vector<Proposal> propose(const State& s, int n, uint64_t draw, Spend& spend) override {
@@ -41,7 +41,7 @@ class LlmPolicy : public Policy {
       if (allow <= 0) break;
       uint64_t seed = base::mix_seed(base::mix_seed(s.key, draw), uint64_t(i));
       sent.push_back(chat_request(o_.chat, messages, int(allow), seed));
-      keys.push_back(tune::measurement_key({"chat", sent.back().dump()}));
+      keys.push_back(tune::observation_key({"chat", sent.back().dump()}));
       reserved_calls++;
       reserved_tokens += allow;
     }
@@ -100,12 +100,12 @@ class LlmPolicy : public Policy {
 
  private:
   LlmOptions o_;
-  tune::MeasurementStore& answers_;
+  tune::ObservationStore& answers_;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_llm_policy(LlmOptions o, tune::MeasurementStore& answers) {
+std::unique_ptr<Policy> make_llm_policy(LlmOptions o, tune::ObservationStore& answers) {
   return std::make_unique<LlmPolicy>(std::move(o), answers);
 }
 

@@ -29,7 +29,7 @@ json event_json(const Event& e, const std::vector<TreeNode>& nodes) {
   return j;
 }
 
-json optimize_program(const leir::Program& root, Policy& policy, tune::MeasurementStore& store, tune::Runner& runner,
+json optimize_program(const leir::Program& root, Policy& policy, tune::ObservationStore& store, tune::Runner& runner,
                       const OptimizeOptions& o) {
   Spend spend(o.budget);
   Funnel funnel(root, store, runner, o.funnel);

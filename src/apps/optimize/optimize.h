@@ -22,7 +22,7 @@ struct OptimizeOptions {
 // {"program", "root_hash", "verification", "best": {"speedup", "steps", "program"}, "nodes",
 //  "expansion_order", "budget_exhausted", "spend", "events": [...], "metrics"}
 // `wall_s` and the replay counts are the only fields that depend on the clock or the stores.
-nlohmann::json optimize_program(const leir::Program& root, Policy& policy, tune::MeasurementStore& store,
+nlohmann::json optimize_program(const leir::Program& root, Policy& policy, tune::ObservationStore& store,
                                 tune::Runner& runner, const OptimizeOptions& o);
 
 nlohmann::json event_json(const Event& e, const std::vector<TreeNode>& nodes);

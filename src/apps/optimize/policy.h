@@ -21,7 +21,7 @@
 #include "apps/optimize/chat_client.h"
 
 namespace steptp::tune {
-class MeasurementStore;
+class ObservationStore;
 }
 
 namespace steptp::optimize {
@@ -75,7 +75,7 @@ struct LlmOptions {
 };
 // Answers are kept in `answers` (the run directory's store), keyed by request: a rerun or a
 // resumed run replays them instead of asking again.
-std::unique_ptr<Policy> make_llm_policy(LlmOptions o, tune::MeasurementStore& answers);
+std::unique_ptr<Policy> make_llm_policy(LlmOptions o, tune::ObservationStore& answers);
 
 // The answer text of an action (what the baselines "say").
 std::string action_answer_text(const std::string& strategy, const std::string& handle, const std::string& params_json);

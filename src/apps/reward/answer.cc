@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 // One step object, or the reason it is not one.
-std::optional<std::string> parse_step(const json& j, Step& s) {
+std::optional<std::string> parse_step(const json& j, AnswerStep& s) {
   if (!j.is_object()) return "a step must be a JSON object";
   if (j.contains("strategy")) {
     if (!j["strategy"].is_string()) return "\"strategy\" must be a string";
@@ -26,7 +26,7 @@ std::optional<std::string> parse_step(const json& j, Step& s) {
   if (has_ir && has_site) return "a step has either \"transformed_IR\" or \"site\", not both";
   if (has_ir) {
     if (!j["transformed_IR"].is_string()) return "\"transformed_IR\" must be a string";
-    s.form = Step::Form::IR;
+    s.form = AnswerStep::Form::IR;
     s.ir = j["transformed_IR"].get<std::string>();
     if (s.ir.find_first_not_of(" \t\r\n") == std::string::npos) return "\"transformed_IR\" is empty";
     return std::nullopt;
@@ -37,7 +37,7 @@ std::optional<std::string> parse_step(const json& j, Step& s) {
     if (k.is_string()) {
       if (!strategies::parse_handle(k.get<std::string>()))
         return "\"site\" must be a site handle such as \"@0/1.2\" (as the prompt lists them) or an index";
-      s.form = Step::Form::Action;
+      s.form = AnswerStep::Form::Action;
       s.site_handle = k.get<std::string>();
       return std::nullopt;
     }
@@ -45,7 +45,7 @@ std::optional<std::string> parse_step(const json& j, Step& s) {
     const json& idx = k.is_object() && k.contains("index") ? k["index"] : k;
     if (!idx.is_number_integer() || idx.get<int64_t>() < 0 || idx.get<int64_t>() > 1000000)
       return "\"site\" must be a non-negative integer (the site's index)";
-    s.form = Step::Form::Action;
+    s.form = AnswerStep::Form::Action;
     s.site = int(idx.get<int64_t>());
     return std::nullopt;
   }
@@ -91,7 +91,7 @@ ParsedAnswer parse_answer(std::string_view text) {
   }
   json items = r.list ? j : json::array({j});
   for (size_t i = 0; i < items.size(); ++i) {
-    Step s;
+    AnswerStep s;
     if (auto why = parse_step(items[i], s)) {
       r.steps.clear();
       r.reason = r.list ? fmt::format("answer item {}: {}", i, *why) : *why;

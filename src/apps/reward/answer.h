@@ -25,7 +25,7 @@
 
 namespace steptp::reward {
 
-struct Step {
+struct AnswerStep {
   enum class Form { IR, Action };
   Form form = Form::IR;
   std::string strategy;            // may be empty in IR form
@@ -39,7 +39,7 @@ struct ParsedAnswer {
   bool ok = false;
   std::string reason;       // why not, when !ok ("no <answer> tag", "answer JSON: ...", ...)
   bool list = false;        // the answer was a JSON list (multi-answer prompt)
-  std::vector<Step> steps;  // >= 1 when ok
+  std::vector<AnswerStep> steps;  // >= 1 when ok
 };
 
 // Answers longer than this are refused unparsed (a runaway generation).

@@ -62,14 +62,14 @@ backend::Comparison reversed(const backend::Comparison& c) {
   return {c.b, c.a, c.speedup > 0 ? 1 / c.speedup : 1};
 }
 
-json blank_outcome(const Step& s) {
+json blank_outcome(const AnswerStep& s) {
   return {{"reward", 0.0},
           {"parts", {{"format", 0.0}, {"validity", 0.0}, {"equivalence", 0.0}, {"compiles", 0.0}, {"speedup", 0.0}}},
           {"stages_passed", json::array({"parsed"})},
           {"failed_stage", nullptr},
           {"inconclusive", false},
           {"reason", ""},
-          {"form", s.form == Step::Form::IR ? "ir" : "action"},
+          {"form", s.form == AnswerStep::Form::IR ? "ir" : "action"},
           {"strategy", s.strategy}};
 }
 
@@ -149,7 +149,7 @@ void judge_measured(const MeasuredStep& m, const leir::Program& cand, double imp
 }
 
 // One answer's funnel, after parsing.
-Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const Step& step, const Judge& jg,
+Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const AnswerStep& step, const Judge& jg,
                      const std::vector<uint64_t>& earlier) {
   Judgement j;
   j.step = step;
@@ -319,11 +319,11 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
       params);
 }
 
-StepProgram candidate_program(const leir::Program& parent, const Step& step) {
+StepProgram candidate_program(const leir::Program& parent, const AnswerStep& step) {
   StepProgram c;
   c.strategy = step.strategy;
   try {
-    if (step.form == Step::Form::Action) {
+    if (step.form == AnswerStep::Form::Action) {
       if (step.site) {
         c.program = apply_action(parent, step.strategy, *step.site, step.params);
       } else {

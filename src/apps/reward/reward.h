@@ -103,7 +103,7 @@ struct Judge {
 
 // One step's judgement: its outcome (score()'s answers[i]) and the candidate behind it.
 struct Judgement {
-  Step step;
+  AnswerStep step;
   nlohmann::json outcome;
   std::optional<leir::Program> program;  // the candidate, when valid
   uint64_t canonical_hash = 0;           // leir::canonical_hash of it
@@ -134,7 +134,7 @@ struct StepProgram {
   std::string error;
   std::string strategy;  // the strategy the step names (IR form: as claimed, unchecked)
 };
-StepProgram candidate_program(const leir::Program& parent, const Step& step);
+StepProgram candidate_program(const leir::Program& parent, const AnswerStep& step);
 
 // Applies strategy `name` at site `site` with `params` (nullopt: the site's first choice).
 // Returns the program or throws base::Error (BadRequest, field "strategy", "site" or "params")

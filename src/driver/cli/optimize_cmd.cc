@@ -211,7 +211,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       if (o->limit > 0 && programs.size() > size_t(o->limit)) programs.resize(size_t(o->limit));
       fs::create_directories(out / "events");
       fs::create_directories(out / "programs");
-      tune::MeasurementStore store(o->store.empty() ? (out / "store.sqlite").string() : o->store);
+      tune::ObservationStore store(o->store.empty() ? (out / "store.sqlite").string() : o->store);
       auto& opt = o->opt;
       opt.search.kind = optimize::search_kind_from(o->search);
       opt.search.multi_turn = !o->single_turn;

@@ -20,14 +20,14 @@ void exec(sqlite3* db, const char* sql) { base::sqlite_exec(db, sql, "measuremen
 }  // namespace
 
 // ---- store ----
-MeasurementStore::MeasurementStore(const std::string& path) {
+ObservationStore::ObservationStore(const std::string& path) {
   db_ = base::open_sqlite(path, "measurement store");
   exec(db_, "CREATE TABLE IF NOT EXISTS measurements(key TEXT PRIMARY KEY, payload TEXT)");
 }
 
-MeasurementStore::~MeasurementStore() { sqlite3_close(db_); }
+ObservationStore::~ObservationStore() { sqlite3_close(db_); }
 
-std::optional<json> MeasurementStore::get(const std::string& key) {
+std::optional<json> ObservationStore::get(const std::string& key) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db_, "SELECT payload FROM measurements WHERE key=?", -1, &st, nullptr);
   sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
@@ -37,7 +37,7 @@ std::optional<json> MeasurementStore::get(const std::string& key) {
   return v;
 }
 
-void MeasurementStore::put_all(const std::vector<std::pair<std::string, json>>& entries) {
+void ObservationStore::put_all(const std::vector<std::pair<std::string, json>>& entries) {
   if (entries.empty()) return;
   exec(db_, "BEGIN IMMEDIATE");
   sqlite3_stmt* st = nullptr;
@@ -58,7 +58,7 @@ void MeasurementStore::put_all(const std::vector<std::pair<std::string, json>>& 
   exec(db_, "COMMIT");
 }
 
-int64_t MeasurementStore::size() {
+int64_t ObservationStore::size() {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM measurements", -1, &st, nullptr);
   int64_t n = 0;
@@ -67,7 +67,7 @@ int64_t MeasurementStore::size() {
   return n;
 }
 
-std::vector<std::pair<std::string, json>> MeasurementStore::entries() {
+std::vector<std::pair<std::string, json>> ObservationStore::entries() {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db_, "SELECT key, payload FROM measurements ORDER BY key", -1, &st, nullptr);
   std::vector<std::pair<std::string, json>> all;
@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, json>> MeasurementStore::entries() {
   return all;
 }
 
-std::string measurement_key(const std::vector<std::string>& parts) {
+std::string observation_key(const std::vector<std::string>& parts) {
   std::string all;
   for (const auto& p : parts) all += p + '\0';
   return backend::cpu::content_hash(all);

@@ -1,9 +1,12 @@
-// The measurement store: measurements are facts recorded once in SQLite, not re-drawn, so every
-// consumer (the tuner, the dataset) is a deterministic function of its inputs and the store. A
-// run, a resumed run (kill -9 + rerun) or a run with more workers takes what it finds and
-// measures only the missing entries.
+// The observation store: what a run observes of the world outside its inputs — timings,
+// verification verdicts, a model server's replies (`optimize`) — is recorded once in SQLite, not
+// re-drawn, so every consumer (the tuner, the dataset, optimize) is a deterministic function of
+// its inputs and the store. A run, a resumed run (kill -9 + rerun) or a run with more workers
+// takes what it finds and observes only the missing entries. ("Facts", elsewhere, are static
+// analysis of a program: ir/analysis/program_facts.h.) On disk it is still `measurements.sqlite`
+// with a `measurements` table, so stores written before read unchanged.
 //
-// Keys are content hashes (measurement_key) of the machine fingerprint (search/tune/machine.h), the
+// Keys are content hashes (observation_key) of the machine fingerprint (search/tune/machine.h), the
 // measured programs' texts and the measurement options: stores copied between machines,
 // compilers or thread counts never answer for each other. Failures (compile error, crash,
 // timeout) are stored too, so a rerun drops the same candidates.
@@ -21,12 +24,12 @@ struct sqlite3;
 
 namespace steptp::tune {
 
-class MeasurementStore {
+class ObservationStore {
  public:
-  explicit MeasurementStore(const std::string& path);  // throws base::Error (Failed)
-  ~MeasurementStore();
-  MeasurementStore(const MeasurementStore&) = delete;
-  MeasurementStore& operator=(const MeasurementStore&) = delete;
+  explicit ObservationStore(const std::string& path);  // throws base::Error (Failed)
+  ~ObservationStore();
+  ObservationStore(const ObservationStore&) = delete;
+  ObservationStore& operator=(const ObservationStore&) = delete;
 
   std::optional<nlohmann::json> get(const std::string& key);
   // One transaction; an entry that is already stored (another worker was first) is kept.
@@ -40,6 +43,6 @@ class MeasurementStore {
 };
 
 // Content hash of the parts (each NUL-terminated, so no two lists collide).
-std::string measurement_key(const std::vector<std::string>& parts);
+std::string observation_key(const std::vector<std::string>& parts);
 
 }  // namespace steptp::tune

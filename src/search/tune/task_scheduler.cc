@@ -8,7 +8,7 @@
 #include "ir/leir/program_io.h"
 #include "ir/leir/validate.h"
 #include "search/tune/database.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/verification.h"
 
 namespace steptp::tune {
@@ -117,7 +117,7 @@ TuneResult tune_program(const leir::Program& root, const TuneOptions& o, const T
   std::unique_ptr<Runner> own;
   Runner* runner = o.runner;
   if (!runner) runner = (own = default_runner(o, machine)).get();
-  MeasurementStore store(o.store_path);
+  ObservationStore store(o.store_path);
   // Each task's search is seeded by its hash, so a task recurring in another program or run
   // replays the same rounds and finds its measurements in the store.
   std::vector<std::unique_ptr<TuneSession>> sessions;

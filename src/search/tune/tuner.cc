@@ -13,7 +13,7 @@
 #include "transform/sampler.h"
 #include "search/tune/cost_model.h"
 #include "search/tune/database.h"
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 #include "search/tune/verification.h"
 
 namespace steptp::tune {
@@ -85,7 +85,7 @@ std::shared_ptr<const PretrainedModel> load_pretrained(const TuneOptions& o, con
 }  // namespace
 
 struct TuneSession::State {
-  State(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner, const Machine& m)
+  State(const leir::Program& root, const TuneOptions& o, ObservationStore& store, Runner& runner, const Machine& m)
       : o(o),
         store(store),
         runner(runner),
@@ -109,7 +109,7 @@ struct TuneSession::State {
   }
 
   TuneOptions o;
-  MeasurementStore& store;
+  ObservationStore& store;
   Runner& runner;
   Comparer comparer;
   EvolutionarySearch search;
@@ -126,7 +126,7 @@ struct TuneSession::State {
   bool exhausted = false;
 };
 
-TuneSession::TuneSession(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner,
+TuneSession::TuneSession(const leir::Program& root, const TuneOptions& o, ObservationStore& store, Runner& runner,
                          const Machine& m)
     : s_(std::make_unique<State>(root, o, store, runner, m)) {}
 TuneSession::~TuneSession() = default;
@@ -277,12 +277,12 @@ TuneResult TuneSession::finish() {
   return r;
 }
 
-std::optional<Roofline> measure_roofline(MeasurementStore& store, Runner& runner, const leir::Program& root,
+std::optional<Roofline> measure_roofline(ObservationStore& store, Runner& runner, const leir::Program& root,
                                          double root_ms, double best_ms, int threads) {
   // The copy of the program's unavoidable bytes, a fact in the store like the comparisons (so a
   // rerun on the store reports the same).
   const ProgramTraffic traffic = program_traffic(root);
-  const std::string copy_key = measurement_key(
+  const std::string copy_key = observation_key(
       {"copy", runner.identity(), fmt::format("read={} write={}", traffic.read_bytes, traffic.write_bytes)});
   std::optional<nlohmann::json> copy = store.get(copy_key);
   if (!copy)
@@ -307,7 +307,7 @@ TuneResult tune(const leir::Program& root, const TuneOptions& o, const std::func
   std::unique_ptr<Runner> own;
   Runner* runner = o.runner;
   if (!runner) runner = (own = default_runner(o, machine)).get();
-  MeasurementStore store(o.store_path);
+  ObservationStore store(o.store_path);
   TuneSession session(root, o, store, *runner, machine);
   while (session.trials() < o.trials) {
     if (o.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= o.time_limit_s) break;

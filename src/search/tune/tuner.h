@@ -98,14 +98,14 @@ struct TuneResult {
   double wall_s = 0;
 };
 
-class MeasurementStore;
+class ObservationStore;
 
 // One root's search, advanced a round at a time: tune() runs it to its budget; the task scheduler
 // (search/tune/task_scheduler.h) interleaves the sessions of a program's tasks on one store and
 // runner. `o.trials` and `o.time_limit_s` are the caller's to enforce; `o.runner` is ignored.
 class TuneSession {
  public:
-  TuneSession(const leir::Program& root, const TuneOptions& o, MeasurementStore& store, Runner& runner,
+  TuneSession(const leir::Program& root, const TuneOptions& o, ObservationStore& store, Runner& runner,
               const Machine& m);
   ~TuneSession();
   TuneSession(const TuneSession&) = delete;
@@ -132,7 +132,7 @@ class TuneSession {
 // The CpuRunner tune() uses when TuneOptions::runner is null.
 std::unique_ptr<Runner> default_runner(const TuneOptions& o, const Machine& m);
 // The roofline of `root` (its copy time a fact in `store`); nullopt when the runner times nothing.
-std::optional<Roofline> measure_roofline(MeasurementStore& store, Runner& runner, const leir::Program& root,
+std::optional<Roofline> measure_roofline(ObservationStore& store, Runner& runner, const leir::Program& root,
                                          double root_ms, double best_ms, int threads);
 
 // Throws base::Error (Failed: store, XGBoost) and leir::LeirError (invalid root).

@@ -49,7 +49,7 @@ RootVerifier::RootVerifier(leir::Program root, uint64_t seed) : root_(std::move(
 
 void RootVerifier::run_root() {
   // Deferred to the first compiled check: a verifier whose verdicts are all stored facts
-  // (search/tune/facts.h) never builds the root.
+  // (search/tune/observations.h) never builds the root.
   if (root_ran_) return;
   root_ran_ = true;
   for (int t = 0; t < kCompiledTrials; ++t)

@@ -51,7 +51,7 @@ class RootVerifier {
   // One verdict per candidate; the compiled path builds all candidates in one compiler batch.
   std::vector<Verification> check(const std::vector<const leir::Program*>& candidates);
   const std::string& method() const { return method_; }
-  // What a stored verdict was reached with (search/tune/facts.h keys verdicts by it): the method and,
+  // What a stored verdict was reached with (search/tune/observations.h keys verdicts by it): the method and,
   // for compiled builds, the input sets, so verdicts drawn on other inputs are not reused.
   const std::string& identity() const { return identity_; }
 

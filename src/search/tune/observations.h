@@ -1,6 +1,7 @@
-// Measurements and verification verdicts as facts of the store (search/tune/database.h): each is looked
-// up first and only the missing ones are measured (one batch) and recorded, so every consumer —
-// the tuner, `steptp optimize` — replays a run from its store without timing anything again.
+// Comparisons and verification verdicts as observations of the store (search/tune/database.h):
+// each is looked up first and only the missing ones are measured (one batch) and recorded, so
+// every consumer — the tuner, `steptp optimize` — replays a run from its store without timing
+// anything again.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ std::string comparison_key(const Runner& runner, const std::string& a_text, cons
 // Interleaved comparisons through the store (runner.h's timing policy for the missing ones).
 class Comparer {
  public:
-  Comparer(MeasurementStore& store, Runner& runner) : store_(store), runner_(runner) {}
+  Comparer(ObservationStore& store, Runner& runner) : store_(store), runner_(runner) {}
 
   // Times b against a for each pair (a = reference, b = candidate). `session` separates
   // independent timings of the same pair (a confirmation is a new session).
@@ -47,19 +48,19 @@ class Comparer {
  private:
   std::string key(const Subject& a, const Subject& b, const std::string& session) const;
 
-  MeasurementStore& store_;
+  ObservationStore& store_;
   Runner& runner_;
 };
 
 // Verdicts of `verifier` (rooted at the program whose text is `root_text`) on the candidates:
 // {"equivalent": bool, "verdict": "exact"|"reassoc"|"failed"|"inconclusive", "error", "report":
 // verify::to_json of the whole report} (stores written before "report" existed lack it).
-std::vector<nlohmann::json> stored_verdicts(MeasurementStore& store, RootVerifier& verifier,
+std::vector<nlohmann::json> stored_verdicts(ObservationStore& store, RootVerifier& verifier,
                                             const std::string& root_text, const std::vector<Subject>& candidates,
                                             uint64_t seed);
 // The same verdicts as whole verifications (the stored reports read back; a verdict stored
 // before reports were kept is verified again), for callers that record the report.
-std::vector<Verification> stored_verifications(MeasurementStore& store, RootVerifier& verifier,
+std::vector<Verification> stored_verifications(ObservationStore& store, RootVerifier& verifier,
                                                const std::string& root_text, const std::vector<Subject>& candidates,
                                                uint64_t seed);
 

@@ -1,4 +1,4 @@
-#include "search/tune/facts.h"
+#include "search/tune/observations.h"
 
 #include <string_view>
 
@@ -54,7 +54,7 @@ PairResult pair_from_json(const json& v) {
 
 std::string comparison_key(const Runner& runner, const std::string& a_text, const std::string& b_text,
                            const std::string& session) {
-  return measurement_key({session, runner.identity(), a_text, b_text});
+  return observation_key({session, runner.identity(), a_text, b_text});
 }
 
 std::string Comparer::key(const Subject& a, const Subject& b, const std::string& session) const {
@@ -100,14 +100,14 @@ std::vector<PairResult> Comparer::compare(const std::vector<std::pair<Subject, S
   return out;
 }
 
-std::vector<json> stored_verdicts(MeasurementStore& store, RootVerifier& verifier, const std::string& root_text,
+std::vector<json> stored_verdicts(ObservationStore& store, RootVerifier& verifier, const std::string& root_text,
                                   const std::vector<Subject>& cands, uint64_t seed) {
   std::vector<json> out(cands.size());
   std::vector<std::string> keys;
   std::vector<const leir::Program*> todo;
   std::vector<size_t> which;
   for (size_t i = 0; i < cands.size(); ++i) {
-    keys.push_back(measurement_key({"verify", verifier.identity(), std::to_string(seed), root_text, *cands[i].text}));
+    keys.push_back(observation_key({"verify", verifier.identity(), std::to_string(seed), root_text, *cands[i].text}));
     if (auto got = store.get(keys.back())) out[i] = *got;
     else todo.push_back(cands[i].program), which.push_back(i);
   }
@@ -123,7 +123,7 @@ std::vector<json> stored_verdicts(MeasurementStore& store, RootVerifier& verifie
   return out;
 }
 
-std::vector<Verification> stored_verifications(MeasurementStore& store, RootVerifier& verifier,
+std::vector<Verification> stored_verifications(ObservationStore& store, RootVerifier& verifier,
                                                const std::string& root_text, const std::vector<Subject>& cands,
                                                uint64_t seed) {
   const auto stored = stored_verdicts(store, verifier, root_text, cands, seed);
