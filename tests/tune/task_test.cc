@@ -19,6 +19,7 @@
 #include "transform/schedule_state.h"
 #include "transform/strategy.h"
 #include "transform/trace.h"
+#include "tune/fake_runner.h"
 
 namespace fs = std::filesystem;
 
@@ -54,23 +55,10 @@ leir::Program same_nests_elsewhere() {
 
 // Time as a function of the program: each top-level item costs 1 ms, 0.25 ms when it holds a
 // vectorized loop. Records the name of the reference program of every comparison it times.
-class VectorRunner : public Runner {
+class VectorRunner : public testing::FunctionRunner {
  public:
   std::string identity() const override { return "fake:vector-items"; }
-  std::vector<PairResult> run(const std::vector<leir::Program>& programs,
-                              const std::vector<std::pair<int, int>>& pairs) override {
-    std::vector<PairResult> out;
-    for (auto [a, b] : pairs) {
-      PairResult r;
-      r.ok = true;
-      r.cmp.a = {.median_ms = time(programs[size_t(a)]), .cv = 0.001, .repeats = 20};
-      r.cmp.b = {.median_ms = time(programs[size_t(b)]), .cv = 0.001, .repeats = 20};
-      r.cmp.speedup = r.cmp.a.median_ms / r.cmp.b.median_ms;
-      out.push_back(r);
-      timed.push_back(programs[size_t(a)].name);
-    }
-    return out;
-  }
+  void timed(const leir::Program& reference) override { timed_names.push_back(reference.name); }
   static bool vectorized(const std::vector<leir::Item>& body) {
     for (const auto& it : body)
       if (it.is_nest()) {
@@ -80,12 +68,12 @@ class VectorRunner : public Runner {
       }
     return false;
   }
-  static double time(const leir::Program& p) {
+  double time(const leir::Program& p) const override {
     double t = 0;
     for (const auto& it : p.body) t += vectorized({it}) ? 0.25 : 1.0;
     return t;
   }
-  std::vector<std::string> timed;
+  std::vector<std::string> timed_names;
 };
 
 TEST(Tasks, TwoIdenticalNestsAreOneTaskWithTwoUses) {
@@ -276,7 +264,7 @@ TEST(Tasks, ARecurringTaskIsServedFromTheStore) {
   EXPECT_TRUE(verify::verify(p, r.best, verify::VerifyOptions{.trials = 2, .seed = 1}).equivalent);
   EXPECT_EQ(leir::program_to_text(strategies::replay(p, r.best_trace), false), leir::program_to_text(r.best, false));
   int task_timings = 0;
-  for (const auto& name : first.timed) task_timings += name.rfind("task_", 0) == 0;
+  for (const auto& name : first.timed_names) task_timings += name.rfind("task_", 0) == 0;
   EXPECT_EQ(task_timings, r.measured_now - 1);  // all but the composed program's confirmation
   EXPECT_LE(task_timings, r.trials + 3);           // each candidate once (+ the confirmations)
 
@@ -285,8 +273,8 @@ TEST(Tasks, ARecurringTaskIsServedFromTheStore) {
   const TuneResult moved = tune_program(same_nests_elsewhere(), o);
   ASSERT_EQ(moved.tasks["list"].size(), 1u);
   EXPECT_EQ(moved.tasks["list"][0]["hash"], r.tasks["list"][0]["hash"]);
-  for (const auto& name : second.timed) EXPECT_EQ(name.rfind("task_", 0), std::string::npos) << name;
-  EXPECT_EQ(second.timed.size(), 1u);  // the composed program against this root only
+  for (const auto& name : second.timed_names) EXPECT_EQ(name.rfind("task_", 0), std::string::npos) << name;
+  EXPECT_EQ(second.timed_names.size(), 1u);  // the composed program against this root only
   EXPECT_NEAR(moved.speedup, 2.0, 1e-9);
 
   // Without tasks the same program is one root again.
