@@ -13,4 +13,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 STEPTP_TESTS=OFF scripts/build.sh steptp
-build/src/steptp generate --profile tuned --programs 120 --composites 4 --per-strategy-cap 1000 --multi-per-strategy-cap 1000 --out "${OUT:-out}" --jobs "$(nproc)" "$@"
+build/src/steptp generate --profile tuned --programs 140 --composites 4 --per-strategy-cap 1000 --multi-per-strategy-cap 1000 --out "${OUT:-out}" --jobs "$(nproc)" "$@"
