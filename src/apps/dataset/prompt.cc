@@ -145,10 +145,13 @@ std::string site_handle(const leir::Program& parent, const std::string& strategy
   return strategies::to_handle(strategies::address_of(sites, index));
 }
 
+nlohmann::ordered_json action_object(const std::string& strategy, const std::string& handle, const json& params) {
+  return {{"strategy", strategy}, {"site", handle}, {"params", params}};
+}
+
 nlohmann::ordered_json action_answer(const leir::Program& parent, const json& a) {
-  return {{"strategy", a["strategy"]},
-          {"site", site_handle(parent, a["strategy"].get<std::string>(), a["site"]["index"].get<size_t>())},
-          {"params", a["params"]}};
+  const std::string strategy = a["strategy"].get<std::string>();
+  return action_object(strategy, site_handle(parent, strategy, a["site"]["index"].get<size_t>()), a["params"]);
 }
 
 }  // namespace steptp::dataset

@@ -48,10 +48,15 @@ nlohmann::json prompt_messages(const nlohmann::json& rec, AnswerFormat f);
 // Throws std::logic_error for an unknown strategy or an index out of range (records are ours).
 std::string site_handle(const leir::Program& parent, const std::string& strategy, size_t index);
 
-// The action-form answer object of a record's answer {"strategy","site":{"index"},"params"}:
-// {"strategy","site": handle,"params"}, keys in that order — the order of the decision: a model
-// writing left to right names the strategy, then one of the sites the menu lists under it, then
-// its parameters (a sorted object would make it write the parameters and the site first).
+// An action answer {"strategy","site": handle,"params"}, keys in that order — the order of the
+// decision: a model writing left to right names the strategy, then one of the sites the menu
+// lists under it, then its parameters (a sorted object would make it write the parameters and
+// the site first). The dataset's records and `optimize`'s baseline policies both write it.
+nlohmann::ordered_json action_object(const std::string& strategy, const std::string& handle,
+                                     const nlohmann::json& params);
+
+// The action-form answer object (action_object) of a record's answer
+// {"strategy","site":{"index"},"params"}.
 nlohmann::ordered_json action_answer(const leir::Program& parent, const nlohmann::json& answer);
 
 }  // namespace steptp::dataset

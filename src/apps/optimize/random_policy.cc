@@ -8,9 +8,7 @@
 namespace steptp::optimize {
 
 std::string action_answer_text(const std::string& strategy, const std::string& handle, const std::string& params_json) {
-  // Keys in the dataset's order (apps/dataset/prompt.h action_answer).
-  nlohmann::ordered_json a = {{"strategy", strategy}, {"site", handle}, {"params", nlohmann::json::parse(params_json)}};
-  return "<answer>" + a.dump() + "</answer>";
+  return "<answer>" + dataset::action_object(strategy, handle, nlohmann::json::parse(params_json)).dump() + "</answer>";
 }
 
 namespace {
