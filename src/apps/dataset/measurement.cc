@@ -638,17 +638,13 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
   // comparisons, longest first, each to the least loaded worker; sharding.h) and each worker
   // takes its own longest first, as the search's workers do. The store, not the worker that
   // timed a comparison, decides the records (measure_kept), so the split changes no output
-  // byte. Per-worker timing comes back through shared memory.
-  struct WorkerTiming {
-    double compile_s, measure_s;
-    int measured, reused;
-  };
+  // byte. Per-worker timing (a FillTiming each) comes back through shared memory.
   int J = std::max(1, std::min(o.jobs, int(mine.size())));
-  size_t bytes = sizeof(WorkerTiming) * size_t(J);
+  size_t bytes = sizeof(FillTiming) * size_t(J);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw base::Error(base::ErrorKind::Failed, "cannot map worker timing");
   std::memset(mem, 0, bytes);
-  auto* timing = static_cast<WorkerTiming*>(mem);
+  auto* timing = static_cast<FillTiming*>(mem);
   progress.stage_start("measure", "root", int(mine.size()), 0,
                        fmt::format("{} roots with comparisons to time, {} workers", mine.size(), J));
   std::vector<uint64_t> missing;
@@ -664,7 +660,6 @@ FillTiming fill_store(const std::vector<json>& recs, const std::vector<char>& ke
       timing[k].compile_s += st.compile_s;
       timing[k].measure_s += st.measure_s;
       timing[k].measured += st.measured;
-      timing[k].reused += st.reused;
       progress.advance(fmt::format("{} measured ({} comparisons timed, {} reused)", key, st.measured, st.reused));
     }
   };

@@ -143,9 +143,10 @@ double cost_estimate(const std::vector<StmtCost>& walk, const CostMachine& m) {
   const double lanes = double(m.f32_lanes);
   for (const auto& f : walk) {
     double mem = 0.3 * f.invariant + 1.0 * f.unit + 4.0 * f.strided + 0.3 * f.local;
-    double compute = f.n * (0.5 * f.ops + mem) / (vector_width(f, lanes) * parallel_width(f, m.cores));
+    const double parallel = parallel_width(f, m.cores);
+    double compute = f.n * (0.5 * f.ops + mem) / (vector_width(f, lanes) * parallel);
     double dram = f.n * f.access_bytes / f.reuse[1] / 8.0;  // bytes missing L2 at ~8 B per unit
-    t += compute + dram / std::min(parallel_width(f, m.cores), 2.0);
+    t += compute + dram / std::min(parallel, 2.0);
   }
   return t;
 }

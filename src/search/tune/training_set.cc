@@ -156,7 +156,6 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
       g.x.push_back(text == pending.text ? g.root_x : extract_features(leir::program_from_text(text, g.root), m));
       g.log2_speedup.push_back(e.sum / e.n);
     }
-    set.programs += int(g.x.size());
     set.groups.push_back(std::move(g));
   }
   return set;
@@ -188,9 +187,8 @@ json evaluate_held_out(const TrainingSet& set, const HeldOutOptions& o) {
       else if (g.x.size() >= o.min_programs) test.push_back(&g);
     }
     std::vector<std::string> held;
-    for (const auto& w : workloads)
+    for (const auto& w : workloads)  // sorted: from a std::set
       if (fold_of[w] == f) held.push_back(w);
-    std::sort(held.begin(), held.end());
     folds.push_back({{"fold", f}, {"held_out_workloads", held}, {"training_roots", train.size()}});
     if (test.empty()) continue;
     auto model = PretrainedModel::train(train, set.machine_kind, base::mix_seed(o.seed, 2 + uint64_t(f)), o.objective);

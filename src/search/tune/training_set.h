@@ -24,7 +24,7 @@ struct TrainingSet {
   std::string machine_kind;
   std::vector<RootGroup> groups;  // one per distinct root program, in root-hash order
   std::vector<std::string> files;  // the record files read
-  int records = 0, programs = 0;
+  int records = 0;
 };
 
 // Reads every source: a record file (.jsonl), a dataset folder (its steps.jsonl) or a measurement

@@ -123,7 +123,6 @@ struct TuneSession::State {
   backend::Comparison best_cmp;
   std::vector<Features> train_x;
   std::vector<double> train_y;
-  bool exhausted = false;
 };
 
 TuneSession::TuneSession(const leir::Program& root, const TuneOptions& o, ObservationStore& store, Runner& runner,
@@ -132,7 +131,6 @@ TuneSession::TuneSession(const leir::Program& root, const TuneOptions& o, Observ
 TuneSession::~TuneSession() = default;
 
 int TuneSession::trials() const { return s_->r.trials; }
-bool TuneSession::exhausted() const { return s_->exhausted; }
 double TuneSession::root_ms() const { return s_->r.root_ms; }
 double TuneSession::best_ms() const {
   // The root's first session time over the best speedup: one scale for every round's best.
@@ -150,10 +148,7 @@ int TuneSession::round(int limit) {
   TuneResult& r = s.r;
   auto& search = s.search;
   auto chosen = search.next_round(s.model, limit);
-  if (chosen.empty()) {
-    s.exhausted = true;
-    return 0;
-  }
+  if (chosen.empty()) return 0;
   const Node& root_node = search.nodes()[0];
   std::vector<Features> cx;
   for (int c : chosen) cx.push_back(search.nodes()[size_t(c)].x);

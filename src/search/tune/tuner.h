@@ -111,15 +111,13 @@ class TuneSession {
   TuneSession(const TuneSession&) = delete;
   TuneSession& operator=(const TuneSession&) = delete;
 
-  // One round of at most `limit` trials; returns the trials it spent (0: nothing is left to try,
-  // exhausted() from then on).
+  // One round of at most `limit` trials; returns the trials it spent (0: nothing is left to try).
   int round(int limit);
   // Confirmation of the best, its step timings and the roofline (as `o` asks): the result
   // (wall_s left 0).
   TuneResult finish();
 
   int trials() const;
-  bool exhausted() const;
   double root_ms() const;  // the root's time in its first session (0 before a measurement)
   double best_ms() const;  // root_ms() over the search's best speedup so far
   Progress progress() const;
