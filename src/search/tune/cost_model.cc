@@ -261,6 +261,10 @@ std::vector<double> CostModel::predict(const std::vector<Features>& x) const {
   return predict_rows(booster_, Matrix(x), x.size());
 }
 
+size_t held_out_k(size_t n) { return std::max<size_t>(1, std::min<size_t>(5, n / 4)); }
+
+double round_quality(double v) { return std::round(v * 1e4) / 1e4; }
+
 double kendall_tau(const std::vector<double>& p, const std::vector<double>& m) {
   double concordant = 0, discordant = 0, tie_p = 0, tie_m = 0;
   for (size_t i = 0; i < p.size(); ++i)

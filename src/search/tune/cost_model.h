@@ -115,5 +115,9 @@ inline constexpr int kFineTuneRounds = 20;
 // recall (how many of the k truly best are among the k predicted best, over k).
 double kendall_tau(const std::vector<double>& predicted, const std::vector<double>& measured);
 double top_k_recall(const std::vector<double>& predicted, const std::vector<double>& measured, size_t k);
+// The k of the top-k recall over n held-out candidates: a quarter of them, from 1 to 5.
+size_t held_out_k(size_t n);
+// A ranking-quality figure as the reports give it: rounded to 4 decimals.
+double round_quality(double v);
 
 }  // namespace steptp::tune

@@ -52,8 +52,6 @@ struct PendingRoot {
   std::map<std::string, MeasuredProgram> programs;  // text -> log2 speedups
 };
 
-double round4_quality(double v) { return std::round(v * 1e4) / 1e4; }
-
 struct RankQuality {
   double tau = 0, recall = 0;
 };
@@ -63,7 +61,7 @@ RankQuality quality_of(const std::vector<double>& predicted, const std::vector<d
 }
 
 json quality_json(const RankQuality& q) {
-  return {{"kendall_tau", round4_quality(q.tau)}, {"top_k_recall", round4_quality(q.recall)}};
+  return {{"kendall_tau", round_quality(q.tau)}, {"top_k_recall", round_quality(q.recall)}};
 }
 
 // Means of named qualities over the evaluated roots.
@@ -79,7 +77,7 @@ struct RankQualityMeans {
   json to_json() const {
     json j = json::object();
     for (const auto& [name, q] : sum) j[name] = quality_json({q.tau / std::max(1, n), q.recall / std::max(1, n)});
-    j["chance_top_k_recall"] = round4_quality(chance / std::max(1, n));
+    j["chance_top_k_recall"] = round_quality(chance / std::max(1, n));
     return j;
   }
 };
@@ -212,7 +210,7 @@ json evaluate_held_out(const TrainingSet& set, const HeldOutOptions& o) {
         (i < n / 2 ? xtr : xte).push_back(g->x[order[i]]);
         (i < n / 2 ? ytr : yte).push_back(g->log2_speedup[order[i]]);
       }
-      const size_t k_half = std::max<size_t>(1, std::min<size_t>(5, yte.size() / 4));  // the tuner's rule
+      const size_t k_half = held_out_k(yte.size());  // the tuner's rule
       CostModel per_root, fine;
       per_root.train(xtr, ytr);
       fine.use_pretrained(model, g->root_x);

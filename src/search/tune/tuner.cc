@@ -50,16 +50,14 @@ json ranking_quality(const std::vector<Features>& x, const std::vector<double>& 
   auto pl = learned.predict(xte);
   std::vector<double> pa;
   for (const auto& r : xte) pa.push_back(CostModel::prior(r));
-  size_t k = std::max<size_t>(1, std::min<size_t>(5, yte.size() / 4));
-  auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+  const size_t k = held_out_k(yte.size());
   auto quality = [&](const std::vector<double>& p) {
-    return json{{"kendall_tau", r4(kendall_tau(p, yte))}, {"top_k_recall", r4(top_k_recall(p, yte, k))}};
+    return json{{"kendall_tau", round_quality(kendall_tau(p, yte))},
+                {"top_k_recall", round_quality(top_k_recall(p, yte, k))}};
   };
-  json out = {{"held_out", yte.size()},
-              {"k", k},
-              {"kendall_tau", r4(kendall_tau(pl, yte))},
-              {"top_k_recall", r4(top_k_recall(pl, yte, k))},
-              {"analytic", quality(pa)}};
+  json out = {{"held_out", yte.size()}, {"k", k}};
+  out.update(quality(pl));
+  out["analytic"] = quality(pa);
   if (pretrained) {
     CostModel fine;
     fine.use_pretrained(pretrained, root);
