@@ -481,6 +481,45 @@ TEST(CpuBackend, IntermediatesLiveInAWorkspaceKeptBetweenCalls) {
   EXPECT_EQ(prog.outputs(*b2).at("S").data, first.at("S").data);
 }
 
+// Two programs of one signature bound from the same inputs (a timed comparison): with `share` the
+// second reads the first's buffers of the inputs it was given — one copy, so a working set that
+// fits the caches once stays cached (docs/tune.md, "One copy of the inputs") — and computes what
+// it computes on its own copy. A tensor whose value comes from the signature (a constant) or that
+// the first binding lacks is copied as before.
+TEST(CpuBackend, BindingCanShareTheInputBuffersOfAnotherBindingOfTheSameInputs) {
+  auto naive = parse(
+      "input A: f32[4,8,16]\nconstant W: f32[16] = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]\noutput C: f32[4,1,16]\n"
+      "B^{4}_{tx=0}L^{8}_{a=0}L^{16}_{c=0}[C^{f32,g}_{tx,0,c}=C^{f32,g}_{tx,0,c}+A^{f32,g}_{tx,a,c}*W^{f32,g}_{c};];");
+  auto vectorized = parse(
+      "input A: f32[4,8,16]\nconstant W: f32[16] = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]\noutput C: f32[4,1,16]\n"
+      "B^{4}_{tx=0}L^{8}_{a=0}V^{16}_{c=0}[C^{f32,g}_{tx,0,c}=C^{f32,g}_{tx,0,c}+A^{f32,g}_{tx,a,c}*W^{f32,g}_{c};];");
+  TempDir dir("cpu-share");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto built = build_cpu_programs({naive, vectorized}, {}, &cc);
+  for (const auto& b : built) ASSERT_TRUE(b.program) << b.error;
+  const auto in = interp::generate_inputs(naive, 9);
+  ASSERT_EQ(in.count("W"), 0u);  // W's value is the signature's
+  auto first = built[0].program->bind(in);
+  auto second = built[1].program->bind(in, first.get());
+  auto alone = built[1].program->bind(in);
+  EXPECT_EQ(second->data(0), first->data(0));  // A: one buffer
+  EXPECT_NE(second->data(1), first->data(1));  // W: a copy
+  EXPECT_NE(second->data(2), first->data(2));  // C: each its own output
+  EXPECT_NE(alone->data(0), first->data(0));
+  built[0].program->run(*first);
+  built[1].program->run(*second);
+  built[1].program->run(*alone);
+  EXPECT_EQ(built[1].program->outputs(*second).at("C").data, built[1].program->outputs(*alone).at("C").data);
+  EXPECT_EQ(compare_values(built[1].program->outputs(*second), built[0].program->outputs(*first), 1e-5, 1e-5), "");
+  // A binding whose inputs differ in shape shares nothing.
+  auto other = parse("input A: f32[4,8,8]\noutput C: f32[4,1,8]\n"
+                     "B^{4}_{tx=0}L^{8}_{a=0}L^{8}_{c=0}[C^{f32,g}_{tx,0,c}=C^{f32,g}_{tx,0,c}+A^{f32,g}_{tx,a,c};];");
+  auto other_built = build_cpu_programs({other}, {}, &cc);
+  ASSERT_TRUE(other_built[0].program) << other_built[0].error;
+  auto unshared = other_built[0].program->bind(interp::generate_inputs(other, 9), first.get());
+  EXPECT_NE(unshared->data(0), first->data(0));
+}
+
 // A program of four pieces: E (local, used by three pieces: a workspace slice), W (local to one
 // nest: on its stack), an accumulation into T across a piece boundary.
 std::string piecewise_program(int offset) {

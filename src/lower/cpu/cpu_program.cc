@@ -132,27 +132,48 @@ MappingPool& mapping_pool() {
 
 }  // namespace
 
-KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params) {
+KernelBuffers::KernelBuffers(const std::vector<KernelParam>& params, const std::vector<void*>& borrowed)
+    : params_(params), given_(params.size(), 0) {
   std::vector<size_t> offsets;
-  for (const auto& p : params) {
+  for (size_t i = 0; i < params.size(); ++i) {
     offsets.push_back(bytes_);
-    bytes_ += align64(static_cast<size_t>(std::max<int64_t>(p.numel, 1)) * leir::byte_size(p.storage));
+    if (i < borrowed.size() && borrowed[i]) continue;
+    bytes_ += align64(static_cast<size_t>(std::max<int64_t>(params[i].numel, 1)) * leir::byte_size(params[i].storage));
   }
   bytes_ = std::max<size_t>(bytes_, 64);
   base_ = mapping_pool().take(bytes_);
   if (!base_) base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (base_ == MAP_FAILED)
     throw base::Error(base::ErrorKind::Failed, fmt::format("cannot map {} bytes of kernel buffers", bytes_));
-  for (size_t off : offsets) ptrs_.push_back(static_cast<char*>(base_) + off);
+  for (size_t i = 0; i < params.size(); ++i)
+    ptrs_.push_back(i < borrowed.size() && borrowed[i] ? borrowed[i] : static_cast<char*>(base_) + offsets[i]);
+}
+
+void* KernelBuffers::input_buffer(const KernelParam& p) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const KernelParam& q = params_[i];
+    if (given_[i] && q.name == p.name && q.storage == p.storage && q.shape == p.shape) return ptrs_[i];
+  }
+  return nullptr;
 }
 
 KernelBuffers::~KernelBuffers() {
   if (base_ && base_ != MAP_FAILED && !mapping_pool().give(base_, bytes_)) munmap(base_, bytes_);
 }
 
-std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) const {
-  auto b = std::make_unique<KernelBuffers>(source_.params);
+std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs, const KernelBuffers* share) const {
+  std::vector<void*> borrowed(source_.params.size(), nullptr);
+  if (share)
+    for (size_t i = 0; i < source_.params.size(); ++i) {
+      const auto& kp = source_.params[i];
+      if (!kp.output && leir::find_value(inputs, kp.name, program_.known[i].alias)) borrowed[i] = share->input_buffer(kp);
+    }
+  auto b = std::make_unique<KernelBuffers>(source_.params, borrowed);
   for (size_t i = 0; i < source_.params.size(); ++i) {
+    if (borrowed[i]) {
+      b->given_[i] = 1;
+      continue;
+    }
     const auto& kp = source_.params[i];
     const leir::TensorDecl& decl = program_.known[i];
     if (kp.output) {
@@ -183,6 +204,7 @@ std::unique_ptr<KernelBuffers> CpuProgram::bind(const leir::TensorMap& inputs) c
       throw leir::LeirError(program_.file, decl.loc,
                             fmt::format("value of {} has {} elements, expected {}", kp.name, data->size(), kp.numel));
     store_values(kp.storage, b->data(i), *data);
+    b->given_[i] = given != nullptr;
   }
   return b;
 }

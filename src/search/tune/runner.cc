@@ -127,10 +127,20 @@ std::vector<std::vector<size_t>> pair_groups(const std::vector<std::pair<int, in
                              const std::vector<std::shared_ptr<const leir::TensorMap>>& inputs,
                              const std::vector<std::unique_ptr<backend::cpu::KernelBuffers>>& prebound) {
   std::map<int, std::unique_ptr<backend::cpu::KernelBuffers>> bound;
+  // The first binding made from each inputs map: the programs bound later from the same map read
+  // its input buffers (CpuProgram::bind's `share`), so a session holds one copy of its inputs, as
+  // a program timed alone (MetaSchedule's runner, PyTorch) does. Never freed before _exit.
+  std::map<const leir::TensorMap*, const backend::cpu::KernelBuffers*> first_bound;
   auto buffers = [&](int i) -> backend::cpu::KernelBuffers& {
     if (prebound[size_t(i)]) return *prebound[size_t(i)];
     auto it = bound.find(i);
-    if (it == bound.end()) it = bound.emplace(i, progs[size_t(i)]->bind(*inputs[size_t(i)])).first;
+    if (it == bound.end()) {
+      const leir::TensorMap* in = inputs[size_t(i)].get();
+      auto first = first_bound.find(in);
+      const backend::cpu::KernelBuffers* share = first == first_bound.end() ? nullptr : first->second;
+      it = bound.emplace(i, progs[size_t(i)]->bind(*in, share)).first;
+      first_bound.emplace(in, it->second.get());
+    }
     return *it->second;
   };
   auto fail = [&](size_t k, const std::string& why) { set_failed(sh->slots[k], MeasureFailure::Run, "run: " + why); };
@@ -230,11 +240,15 @@ std::vector<PairResult> measure_pairs(const std::vector<leir::Program>& programs
   const auto inputs = pair_inputs(programs, pairs, progs, input_seed);
   // Buffers the parent reads the outputs from: bound here, in shared memory, before the child
   // starts (a binding error is left to the child, which reports it as the pair's failure).
+  // Programs of the same inputs share their input buffers, as in the child (child_main).
   std::vector<std::unique_ptr<backend::cpu::KernelBuffers>> prebound(programs.size());
+  std::map<const leir::TensorMap*, const backend::cpu::KernelBuffers*> first_prebound;
   if (outputs)
     for (size_t i = 0; i < programs.size(); ++i)
       if (inputs[i]) try {
-          prebound[i] = progs[i]->bind(*inputs[i]);
+          auto first = first_prebound.find(inputs[i].get());
+          prebound[i] = progs[i]->bind(*inputs[i], first == first_prebound.end() ? nullptr : first->second);
+          first_prebound.emplace(inputs[i].get(), prebound[i].get());
         } catch (const std::exception&) {
         }
   auto tm = Clock::now();
@@ -351,7 +365,7 @@ CpuRunner::CpuRunner(backend::MeasureOptions mo, uint64_t input_seed) : mo_(mo),
   identity_ = fingerprint(m) + ";" +
               nlohmann::json{{"min_time_s", mo_.min_time_s}, {"min_repeats", mo_.min_repeats}, {"max_time_s", mo_.max_time_s},
                              {"warmup", mo_.warmup}, {"stable_rel", mo_.stable_rel}, {"flush", mo_.flush_cache},
-                             {"input_seed", input_seed_}}
+                             {"input_seed", input_seed_}, {"inputs", "shared"}}
                   .dump();
 }
 
