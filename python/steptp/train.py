@@ -286,11 +286,14 @@ def cmd_sft(args) -> None:
 
 def sft_trainer(args):
     """The SFTTrainer on the prompt/completion file: the loss on the completion tokens only (TRL's
-    completion_mask; Qwen3's template has no generation markers, so assistant_only_loss cannot be used)."""
+    completion_mask; Qwen3's template has no generation markers, so assistant_only_loss cannot be used), or with
+    --loss-on-prompt on every token: a model trained from scratch then learns the prompt's own language (the
+    program, its facts and the menu of sites and parameters the answer must copy from) from every token of a
+    record rather than from the ten of its answer."""
     rows, tok, max_length = prepare(args, "sft")
     from trl import SFTConfig, SFTTrainer
 
-    cfg = SFTConfig(**common_config(args, max_length), completion_only_loss=True, packing=False,
+    cfg = SFTConfig(**common_config(args, max_length), completion_only_loss=not args.loss_on_prompt, packing=False,
                     dataset_num_proc=None)
     trainer = SFTTrainer(model=load_model(args.model), args=cfg, train_dataset=to_dataset(rows, ("prompt", "completion")),
                          processing_class=tok, peft_config=lora_config(args), callbacks=[progress_callback(args.out)])
@@ -520,6 +523,9 @@ def parser() -> argparse.ArgumentParser:
         if name == "sft":
             s.add_argument("--drop-reasoning", action="store_true",
                            help="train on the answers only: the <think> block of each completion is removed")
+            s.add_argument("--loss-on-prompt", action="store_true",
+                           help="the loss on the prompt's tokens too (language-model pretraining on the records), "
+                                "not on the completion's alone")
         if name == "dpo":
             s.add_argument("--beta", type=float, default=0.1, help="DPO's KL strength")
         if name == "grpo":

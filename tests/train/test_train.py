@@ -85,7 +85,9 @@ def test_tiny_model_loads_with_qwen3_tokenizer(tmp_path):
     assert text.endswith("<|im_start|>assistant\n")
 
 
-def test_sft_loss_mask_covers_the_completion_only(dataset, tiny, tmp_path):
+@pytest.mark.parametrize("loss_on_prompt", [False, True])
+def test_sft_loss_mask_covers_the_completion_only(dataset, tiny, tmp_path, loss_on_prompt):
+    """The default labels the completion alone; --loss-on-prompt labels every real token, prompt included."""
     import torch
     from steptp import train as st
     from trl.data_utils import maybe_apply_chat_template
@@ -93,7 +95,8 @@ def test_sft_loss_mask_covers_the_completion_only(dataset, tiny, tmp_path):
     torch.set_num_threads(int(THREADS))
     args = st.parser().parse_args(["sft", "--model", str(tiny), "--data",
                                    str(dataset / "sft_prompt_completion_train.jsonl"), "--out", str(tmp_path / "o"),
-                                   "--limit", "3", "--max-length", MAX_LEN, "--batch", "3"])
+                                   "--limit", "3", "--max-length", MAX_LEN, "--batch", "3"]
+                                  + (["--loss-on-prompt"] if loss_on_prompt else []))
     trainer, tok = st.sft_trainer(args)
     rows, _ = st.select_records(st.read_records(args.data, "sft"), tok, "sft_prompt_completion", int(MAX_LEN), 3)
     batch = next(iter(trainer.get_train_dataloader()))
@@ -108,9 +111,13 @@ def test_sft_loss_mask_covers_the_completion_only(dataset, tiny, tmp_path):
         whole = tok.decode(ids[i][real])
         t = by_text[whole]  # the row, whatever order the sampler drew
         learned = labels[i] != -100
-        # Labelled tokens are exactly the completion (through <|im_end|>), unlabelled real ones the prompt.
-        assert tok.decode(ids[i][learned]) == t["completion"]
-        assert tok.decode(ids[i][real & ~learned]) == t["prompt"]
+        if loss_on_prompt:
+            assert tok.decode(ids[i][learned]) == t["prompt"] + t["completion"]
+            assert not (real & ~learned).any()
+        else:
+            # Labelled tokens are exactly the completion (through <|im_end|>), unlabelled real ones the prompt.
+            assert tok.decode(ids[i][learned]) == t["completion"]
+            assert tok.decode(ids[i][real & ~learned]) == t["prompt"]
         assert t["prompt"].endswith("<|im_start|>assistant\n") and "<answer>" in t["completion"]
         assert not learned[~real].any()
 
