@@ -366,6 +366,92 @@ L^{8}_{g=0}L^{5}_{h=0}[D^{f64,g}_{h}=D^{f64,g}_{h}+D^{f64,g}_{h+1}*A^{f64,g}_{g,
   EXPECT_GT(block, conv.find("for (int64_t v_y = 0;"));
 }
 
+// The pragma in front of the identity pass of the first piece, or "" when that pass is serial.
+std::string identity_pass_pragma(const std::string& code) {
+  const size_t init = code.find("// accumulation identity");
+  if (init == std::string::npos) return "no identity pass";
+  const size_t piece = code.rfind("static int steptp_piece_", init), pragma = code.rfind("#pragma", init);
+  if (pragma == std::string::npos || pragma < piece) return "";
+  return code.substr(pragma, code.find('\n', pragma) - pragma);
+}
+
+TEST(CpuBackend, AnIdentityPassRunsOnEveryCoreWhereItsItemDoes) {
+  // A convolution-like accumulation under a B loop writes 8 x 64 x 64 = 2^15 elements, with its
+  // window loop outside the output's rows (so its identity is a pass before the nest, not stored
+  // in it): the pass is parallel too, and the values stay the interpreter's.
+  const std::string conv =
+      "input A: f64[8,64,67]\nparam W: f64[4]\noutput C: f64[8,64,{}]\n"
+      "{}^{{8}}_{{tx=0}}L^{{4}}_{{r=0}}L^{{64}}_{{a=0}}L^{{64}}_{{c=0}}[C^{{f64,g}}_{{tx,a,{}}}=C^{{f64,g}}_{{tx,a,{}}}+"
+      "A^{{f64,g}}_{{tx,a,c+r}}*W^{{f64,g}}_{{r}};];";
+  const auto parallel = parse(fmt::format(fmt::runtime(conv), 64, "B", "c", "c"));
+  const std::string code = generate_cpu_kernel(parallel, {}).code;
+  EXPECT_EQ(identity_pass_pragma(code), "#pragma omp parallel for collapse(2)") << code;
+  // Serial where the item is (a program on one core), where two iterations may write one
+  // element (C[tx, a, c/2]: no two threads store to one element), or where the region is small.
+  const auto serial = parse(fmt::format(fmt::runtime(conv), 64, "L", "c", "c"));
+  EXPECT_EQ(identity_pass_pragma(generate_cpu_kernel(serial, {}).code), "");
+  const auto folded = parse(fmt::format(fmt::runtime(conv), 32, "B", "c//2", "c//2"));
+  EXPECT_EQ(identity_pass_pragma(generate_cpu_kernel(folded, {}).code), "");
+  const auto small = parse(
+      "input A: f64[8,64,7]\nparam W: f64[4]\noutput C: f64[8,64,4]\n"
+      "B^{8}_{tx=0}L^{4}_{r=0}L^{64}_{a=0}L^{4}_{c=0}[C^{f64,g}_{tx,a,c}=C^{f64,g}_{tx,a,c}+"
+      "A^{f64,g}_{tx,a,c+r}*W^{f64,g}_{r};];");
+  EXPECT_EQ(identity_pass_pragma(generate_cpu_kernel(small, {}).code), "");
+  TempDir dir("cpu-parallel-init");
+  KernelCompiler cc({.cache_dir = dir.path});
+  for (const auto* q : {&parallel, &folded}) {
+    auto in = interp::generate_inputs(*q, 11);
+    auto got = build_cpu_program(*q, {}, &cc)->run(in);
+    EXPECT_EQ(compare_values(got, interp::run_program(*q, in), kAtolF64, kRtolF64), "");
+  }
+}
+
+int occurrences(const std::string& code, const std::string& what) {
+  int n = 0;
+  for (size_t at = code.find(what); at != std::string::npos; at = code.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CpuBackend, AnAccumulationVisitedInOneStretchStartsFromTheIdentityInTheNest) {
+  // A depthwise convolution with its zero pad inlined, in the root's loops: each output element
+  // is accumulated over the trailing window loops f, g, h at one iteration of the loops before
+  // them. Its identity is stored there, in each of the 9 pieces loop partitioning makes (disjoint
+  // rows and columns), and no pass zeroes C before the nest.
+  const std::string depthwise =
+      "input A: f64[2,4,12,12]\nparam D: f64[4,1,3,3]\noutput C: f64[2,4,12,12]\n"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{12}_{c=0}L^{12}_{d=0}L^{1}_{f=0}L^{3}_{g=0}L^{3}_{h=0}[C^{f64,g}_{tx,a,c,d}="
+      "C^{f64,g}_{tx,a,c,d}+if_then_else(1<=c+g<13&1<=d+h<13,A^{f64,g}_{tx,a,c+g-1,d+h-1},0)*D^{f64,g}_{a,f,g,h};];";
+  const auto dw = parse(depthwise);
+  const std::string code = generate_cpu_kernel(dw, {}).code;
+  EXPECT_EQ(identity_pass_pragma(code), "no identity pass") << code;
+  EXPECT_EQ(occurrences(code, "] = 0.0;  // identity, before the reduction"), 9) << code;
+  const std::string whole = generate_cpu_kernel(dw, {.partition_loops = false}).code;
+  EXPECT_EQ(occurrences(whole, "// identity, before the reduction"), 1);
+  // The pass stays where an element is visited in several stretches (a window loop outside the
+  // output's rows), where a register block's loops follow the reduction, and where another
+  // statement of the item reads the tensor.
+  for (const char* text : {
+           "input A: f64[4,10]\nparam W: f64[3]\noutput C: f64[4,8]\n"
+           "B^{4}_{tx=0}L^{3}_{r=0}L^{8}_{a=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+A^{f64,g}_{tx,a+r}*W^{f64,g}_{r};];",
+           "input A: f64[4,3]\nparam G: f64[3,8]\noutput C: f64[4,8]\n"
+           "B^{2}_{tx=0}L^{2}_{a=0}L^{3}_{c=0}U^{2}_{i=0}V^{4}_{h=0}[C^{f64,g}_{tx*2+i,a*4+h}="
+           "C^{f64,g}_{tx*2+i,a*4+h}+A^{f64,g}_{tx*2+i,c}*G^{f64,g}_{c,a*4+h};];",
+           "input A: f64[4,10]\nparam W: f64[3]\noutput C: f64[4,8]\noutput E: f64[4,8]\n"
+           "B^{4}_{tx=0}L^{8}_{a=0}[L^{3}_{r=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+A^{f64,g}_{tx,a+r}*W^{f64,g}_{r};];"
+           "E^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}*2;];",
+       }) {
+    const auto p = parse(text);
+    const std::string kept = generate_cpu_kernel(p, {}).code;
+    EXPECT_EQ(occurrences(kept, "// accumulation identity"), 1) << kept;
+    EXPECT_EQ(occurrences(kept, "// identity, before the reduction"), 0);
+  }
+  TempDir dir("cpu-init-in-nest");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto in = interp::generate_inputs(dw, 13);
+  EXPECT_EQ(compare_values(build_cpu_program(dw, {}, &cc)->run(in), interp::run_program(dw, in), kAtolF64, kRtolF64),
+            "");
+}
+
 TEST(CpuBackend, ParallelReductionAcrossBoundLoop) {
   // B loop accumulating into a scalar (the public nll_loss form), int and float, + and max.
   auto p = parse(R"(input A: f64[4000]

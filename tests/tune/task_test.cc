@@ -134,6 +134,60 @@ TEST(Tasks, GroupsKeepAnAccumulatorWithItsInitialisation) {
   EXPECT_EQ(relu->known[1].shape, (std::vector<int64_t>{16, 16}));
 }
 
+// A depthwise convolution of a zero-padded copy (the workloads' form), then a relu of its output.
+leir::Program padded_depthwise_relu() {
+  return leir::program_from_text(
+      "input A: f32[2,4,16,16]\nparam D: f32[4,1,3,3]\noutput R: f32[2,4,16,16]\n"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{18}_{c=0}L^{18}_{d=0}[E^{f32,g}_{tx,a,c,d}=if_then_else(1<=c<17&1<=d<17,"
+      "A^{f32,g}_{tx,a,c-1,d-1},0);];"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{16}_{c=0}L^{16}_{d=0}L^{1}_{f=0}L^{3}_{g=0}L^{3}_{h=0}[C^{f32,g}_{tx,a,c,d}="
+      "C^{f32,g}_{tx,a,c,d}+E^{f32,g}_{tx,a,c+g,d+h}*D^{f32,g}_{a,f,g,h};];"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{16}_{c=0}L^{16}_{d=0}[R^{f32,g}_{tx,a,c,d}=max(C^{f32,g}_{tx,a,c,d},0);];",
+      "depthwise_relu.leir");
+}
+
+// The padded copy goes with the convolution that reads it (so that inlining it is a step of one
+// task); the relu stays a group of its own, and so does a plain copy.
+TEST(Tasks, APaddedCopyGoesWithTheConvolutionThatReadsIt) {
+  const auto groups = item_groups(padded_depthwise_relu());
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].first, 0);
+  EXPECT_EQ(groups[0].count, 2);
+  EXPECT_EQ(groups[1].first, 2);
+  EXPECT_EQ(groups[1].count, 1);
+  const auto g = group_program(padded_depthwise_relu(), 0, 2);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->known.size(), 3u);  // the convolution's output, A, D: the padded copy stays inside
+  const leir::Program plain = leir::program_from_text(
+      "input A: f32[16,16]\noutput C: f32[16,16]\n"
+      "L^{16}_{a=0}L^{16}_{c=0}[T^{f32,g}_{a,c}=A^{f32,g}_{c,a};];"
+      "L^{16}_{a=0}L^{16}_{c=0}[C^{f32,g}_{a,c}=T^{f32,g}_{a,c}*2;];",
+      "transpose_scale.leir");
+  EXPECT_EQ(item_groups(plain).size(), 2u);
+}
+
+// Tuned as tasks, the padded depthwise convolution is one task whose rule chains inline the copy:
+// the inlined candidate is generated, verified and timed.
+TEST(Tasks, TheInlinedPadIsACandidateOfTheConvolutionsTask) {
+  const leir::Program p = padded_depthwise_relu();
+  const auto tasks = extract_tasks(p);
+  ASSERT_EQ(tasks.size(), 2u);  // the padded convolution, the relu (1/11 of the work)
+  EXPECT_EQ(tasks[0].uses[0].count, 2);
+  const fs::path dir = task_tmp("padded");
+  TuneOptions o;
+  o.trials = 48;  // the inlining chains come after the others, in the task's second round
+  o.seed = 5;
+  o.store_path = (dir / "m.sqlite").string();
+  VectorRunner runner;
+  o.runner = &runner;
+  const TuneResult r = tune_program(p, o);
+  int inlined = 0;
+  for (const auto& t : r.history)
+    if (!t.trace.empty() && t.trace.front().strategy == "compute_inline" && t.verified && t.ok) ++inlined;
+  EXPECT_GE(inlined, 1) << result_json(r).dump(1);
+  EXPECT_TRUE(verify::verify(p, r.best, verify::VerifyOptions{.trials = 2, .seed = 1}).equivalent);
+}
+
 // A step found on the task, re-addressed to each use, replays on the program; the composed trace
 // replays from the root to the composed program's bytes, which verify against the root.
 TEST(Tasks, CompositionReplaysOnEveryUseAndVerifies) {

@@ -278,7 +278,10 @@ class Emitter : public CExprEmitter {
         line(fmt::format("alignas(64) {} t_{}[{}];  // {} scope", cpu_ctype(storage(x)), x,
                          std::max<int64_t>(info.numel(), 1), info.scope == leir::Scope::Shared ? "shared" : "local"));
       }
-      for (const auto& site : plan_.init_before[i]) emit_init(site);
+      for (const auto& site : plan_.init_before[i]) {
+        if (const leir::Loop* at = init_in_nest(site)) init_at_[at].push_back(site.stmt);
+        else emit_init(site);
+      }
       emit_item(p_.body[i]);
       line("return 0;");
       out_ += "}\n";
@@ -518,29 +521,114 @@ class Emitter : public CExprEmitter {
     for (size_t k = b.first; k < n.loops.size(); ++k) --indent_, line("}");
   }
 
-  // Identity over exactly the region `site` writes: the loops its target subscripts use.
+  // The identity of accumulation `s`'s operator in its tensor's storage type, as C.
+  std::string identity_literal(const leir::Stmt& s) {
+    const AccumOp op = plan_.accum.at(&s);
+    const DType st = storage(s.lhs->tensor);
+    if (leir::is_floating(st) || st == DType::F64) {
+      ct_ = std::string(cpu_ctype(st));
+      return lit(identity_value(op));
+    }
+    if (op == AccumOp::Max) return fmt::format("std::numeric_limits<{}>::lowest()", cpu_ctype(st));
+    if (op == AccumOp::Min) return fmt::format("std::numeric_limits<{}>::max()", cpu_ctype(st));
+    return op == AccumOp::Mul ? "1" : "0";
+  }
+
+  // The first of the trailing reduction loops of `site` when its identity may be stored in the
+  // nest, just before those loops, instead of by a pass before the item: every loop before them
+  // moves the written element, injectively (each subscript affine in at most one loop), none of
+  // them is parallel, and nothing else in the item touches the tensor but copies of the statement
+  // over disjoint ranges (loop partitioning's pieces). Then every element is accumulated in one
+  // stretch of those loops, which starts from the identity as it would after the pass: the same
+  // operations in the same order, so the same bits, with one pass over the tensor fewer (a
+  // convolution's output is written once instead of zeroed, read back and written). nullptr: the
+  // pass stays.
+  const leir::Loop* init_in_nest(const StmtSite& site) const {
+    const leir::Stmt& s = *site.stmt;
+    const std::string& x = s.lhs->tensor;
+    std::vector<analysis::Affine> subs;
+    for (const auto& ix : s.lhs->args) {
+      auto a = analysis::to_affine(ix);
+      if (!a) return nullptr;
+      subs.push_back(*a);
+    }
+    auto moves = [&](const leir::Loop* l) {
+      return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(l->var); });
+    };
+    const auto& loops = site.loops;
+    size_t r = loops.size();
+    while (r > 0 && !moves(loops[r - 1])) --r;
+    if (r == loops.size()) return nullptr;
+    for (size_t k = 0; k < loops.size(); ++k) {
+      if (k < r && !moves(loops[k])) return nullptr;
+      if (k >= r && (loops[k]->kind == LoopKind::Parallel || loops[k]->kind == LoopKind::Bound)) return nullptr;
+    }
+    for (const auto& a : subs)
+      if (std::count_if(loops.begin(), loops.end(), [&](const leir::Loop* l) { return a.uses(l->var); }) > 1)
+        return nullptr;
+    if (!alone_with_its_target(s, {&s})) return nullptr;
+    // Two copies write disjoint elements when some subscript is a*v + b in a loop v whose ranges
+    // in the two do not meet (the same subscripts: the same a and b).
+    auto disjoint = [&](const StmtSite& o) {
+      if (o.loops.size() != loops.size()) return false;
+      for (size_t k = 0; k < r; ++k) {
+        const leir::Loop &l = *loops[k], &m = *o.loops[k];
+        if (l.var != m.var) return false;
+        if (l.start + l.extent <= m.start || m.start + m.extent <= l.start) return true;
+      }
+      return false;
+    };
+    for (const auto& o : plan_.stmts) {
+      if (o.item != site.item || o.stmt == &s) continue;
+      bool touches = false;
+      for (const auto& side : {o.stmt->lhs, o.stmt->rhs})
+        leir::for_each_expr(side, [&](const Expr& e) { touches |= e.is_access() && e.tensor == x; });
+      if (!touches) continue;
+      if (!plan_.accum.count(o.stmt) || !leir::equal(o.stmt->lhs, s.lhs) || !alone_with_its_target(*o.stmt, {o.stmt}) ||
+          !disjoint(o))
+        return nullptr;
+    }
+    return loops[r];
+  }
+
+  // Whether the identity pass of `site` (over `init.loops`) may run on every core: the item it
+  // comes before runs in parallel (a P or B loop of extent > 1 encloses the statement; a serial
+  // program keeps one core), the region is large enough to pay for a parallel region, and
+  // distinct iterations write distinct elements (each subscript affine in at most one of the
+  // loops: no two threads store to one element).
+  bool parallel_init(const StmtSite& site, const InitLoops& init) const {
+    constexpr int64_t kMinParallelInit = int64_t(1) << 15;  // elements
+    if (!o_.openmp || in_parallel_ || init.gather || init.loops.empty()) return false;
+    const bool parallel_item = std::any_of(site.loops.begin(), site.loops.end(), [](const leir::Loop* l) {
+      return (l->kind == LoopKind::Parallel || l->kind == LoopKind::Bound) && l->extent > 1;
+    });
+    int64_t elements = 1;
+    for (const auto* l : init.loops) elements *= l->extent;
+    if (!parallel_item || elements < kMinParallelInit) return false;
+    for (const auto& ix : site.stmt->lhs->args) {
+      auto a = analysis::to_affine(ix);
+      if (!a) return false;
+      auto used = [&](const leir::Loop* l) { return a->uses(l->var); };
+      if (std::count_if(init.loops.begin(), init.loops.end(), used) > 1) return false;
+    }
+    return true;
+  }
+
+  // Identity over exactly the region `site` writes: the loops its target subscripts use; on every
+  // core where parallel_init allows (a serial pass over a convolution's output would hold up the
+  // parallel nest after it).
   void emit_init(const StmtSite& site) {
     const leir::Stmt& s = *site.stmt;
-    AccumOp op = plan_.accum.at(&s);
     int opened = 0;
-    for (const auto* l : init_loops(site).loops) {
+    const InitLoops init = init_loops(site);
+    if (parallel_init(site, init))
+      line(init.loops.size() > 1 ? "#pragma omp parallel for collapse(2)" : "#pragma omp parallel for");
+    for (const auto* l : init.loops) {
       line(fmt::format("for (int64_t v_{0} = {1}; v_{0} < {2}; ++v_{0}) {{", l->var, l->start, l->start + l->extent));
       ++indent_;
       ++opened;
     }
-    DType st = storage(s.lhs->tensor);
-    std::string ident;
-    if (leir::is_floating(st) || st == DType::F64) {
-      ct_ = std::string(cpu_ctype(st));
-      ident = lit(identity_value(op));
-    } else if (op == AccumOp::Max) {
-      ident = fmt::format("std::numeric_limits<{}>::lowest()", cpu_ctype(st));
-    } else if (op == AccumOp::Min) {
-      ident = fmt::format("std::numeric_limits<{}>::max()", cpu_ctype(st));
-    } else {
-      ident = op == AccumOp::Mul ? "1" : "0";
-    }
-    line(fmt::format("t_{}[{}] = {};  // accumulation identity", s.lhs->tensor, flat(s.lhs), ident));
+    line(fmt::format("t_{}[{}] = {};  // accumulation identity", s.lhs->tensor, flat(s.lhs), identity_literal(s)));
     for (int i = 0; i < opened; ++i) {
       --indent_;
       line("}");
@@ -632,6 +720,10 @@ class Emitter : public CExprEmitter {
     std::optional<RegisterBlock> block = block_ || !o_.register_blocks ? std::nullopt : register_block(n, stmts);
     while (j < n.loops.size()) {
       const leir::Loop& l = n.loops[j];
+      if (auto at = init_at_.find(&l); at != init_at_.end())
+        for (const auto* s : at->second)
+          line(fmt::format("t_{}[{}] = {};  // identity, before the reduction", s->lhs->tensor, flat(s->lhs),
+                           identity_literal(*s)));
       if (block && j == block->loop) {
         line("{"), ++indent_;
         line(fmt::format("{} b_{}[{}];  // register block", cpu_ctype(storage(block->stmt->lhs->tensor)),
@@ -718,6 +810,8 @@ class Emitter : public CExprEmitter {
   const leir::Stmt* self_ = nullptr;
   double self_identity_ = 0;
   std::optional<RegisterBlock> block_;  // the register block of the nest being emitted
+  // Accumulations whose identity is stored before this loop of theirs (init_in_nest).
+  std::map<const leir::Loop*, std::vector<const leir::Stmt*>> init_at_;
 };
 
 }  // namespace

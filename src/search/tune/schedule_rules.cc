@@ -39,6 +39,17 @@ std::vector<char> heaviest(const std::vector<int64_t>& work) {
   return heavy;
 }
 
+CopyProducer copy_producer(const leir::Program& p, size_t item) {
+  if (!p.body[item].is_nest()) return CopyProducer::None;
+  const leir::Nest& n = p.body[item].nest;
+  if (n.body.size() != 1 || !n.body[0].is_stmt()) return CopyProducer::None;
+  const leir::ExprPtr& e = n.body[0].stmt.rhs;
+  if (e->is_access()) return CopyProducer::Plain;
+  const bool padded = e->kind == leir::ExprKind::Call && e->func == leir::Func::IfThenElse && e->args.size() == 3 &&
+                      e->args[1]->is_access() && e->args[2]->is_number();
+  return padded ? CopyProducer::Padded : CopyProducer::None;
+}
+
 namespace {
 
 using strategies::Params;
@@ -300,26 +311,12 @@ bool annotate_heavy_rest(ChainBuilder& b, const std::vector<char>& done) {
   return b.size() > before;
 }
 
-// Whether top-level item `item` of `p` is a nest of one statement that copies an element, possibly
-// under a condition with a literal otherwise: a zero-padded copy E = if_then_else(inside, A[c-1], 0).
-// Inlined into its consumers (MetaSchedule's AutoInline of a pad) it costs a comparison per read
-// and saves the copy's own pass over memory and its intermediate.
-bool copy_producer(const leir::Program& p, size_t item) {
-  if (!p.body[item].is_nest()) return false;
-  const leir::Nest& n = p.body[item].nest;
-  if (n.body.size() != 1 || !n.body[0].is_stmt()) return false;
-  const leir::ExprPtr& e = n.body[0].stmt.rhs;
-  if (e->is_access()) return true;
-  return e->kind == leir::ExprKind::Call && e->func == leir::Func::IfThenElse && e->args.size() == 3 &&
-         e->args[1]->is_access() && e->args[2]->is_number();
-}
-
 // Inlines every copy producer that compute_inline accepts; whether one was.
 bool inline_copies(ChainBuilder& b) {
   bool any = false;
   for (size_t item = 0; item < b.program().body.size();) {
     // An inlined producer is dropped, so the next item takes its index.
-    if (copy_producer(b.program(), item) && b.step("compute_inline", nest_site(item))) any = true;
+    if (copy_producer(b.program(), item) != CopyProducer::None && b.step("compute_inline", nest_site(item))) any = true;
     else ++item;
   }
   return any;

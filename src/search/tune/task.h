@@ -3,7 +3,9 @@
 //
 // A group is a run of consecutive top-level items closed under "writes the same tensor" (a nest
 // that zeroes an accumulator goes with the nest that accumulates into it), so every tensor a group
-// writes is written only there. The heavy groups (the heaviest by statement instances until they
+// writes is written only there; a zero-padded copy of an intermediate goes with the items that
+// read it (a convolution and its padded input are one task, so inlining the pad is a step inside
+// it). The heavy groups (the heaviest by statement instances until they
 // hold 90 % of the work, as the schedule rules pick heavy nests) and any group with at least 1 %
 // of the work are the tasks; the light ones stay as written. A group becomes a program of its
 // own: what it reads from outside is an input (its declared role kept for constants and params),
