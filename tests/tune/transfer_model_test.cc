@@ -1,11 +1,14 @@
 // The cost model that transfers (search/tune/cost_model.h PretrainedModel, search/tune/training_set.h):
-// the training set is read from records beside a store, a saved model predicts what it predicted
-// before, training is a function of the data and the seed, a model of another machine kind is
-// refused, and a model trained where the target is a known function of a feature ranks the
-// programs of workloads it never saw.
+// the training set is read from records beside a store and from the candidates a tune run keeps
+// in its store (a store written before it kept them still replays, and a replay keeps them), a
+// saved model predicts what it predicted before, training is a function of the data and the seed,
+// a model or programs of another machine kind are refused, and a model trained where the target is
+// a known function of a feature ranks the programs of workloads it never saw.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/hash.h"
+#include "base/sqlite.h"
+#include "ir/leir/canonical.h"
 #include "ir/leir/program_io.h"
 #include "search/tune/cost_model.h"
 #include "search/tune/database.h"
@@ -194,9 +200,127 @@ TEST(TrainingSet, ReadsTheRecordsBesideAStoreAndRefusesAnotherMachineKind) {
   } catch (const base::Error& e) {
     EXPECT_NE(std::string(e.what()).find("steps.jsonl:1:1: measured on machine kind"), std::string::npos) << e.what();
   }
-  // A folder without records (a tune output folder): its reason.
-  const fs::path empty = transfer_tmp("tune_out");
-  EXPECT_THROW(build_training_set({empty.string()}, m), base::Error);
+  // A folder with neither records nor a store: its reason.
+  const fs::path empty = transfer_tmp("empty");
+  try {
+    build_training_set({empty.string()}, m);
+    FAIL() << "an empty folder was accepted";
+  } catch (const base::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither the records"), std::string::npos) << e.what();
+  }
+}
+
+// The labels of a group, sorted (groups list programs in text order).
+std::vector<double> sorted_labels(const RootGroup& g) {
+  std::vector<double> y = g.log2_speedup;
+  std::sort(y.begin(), y.end());
+  return y;
+}
+
+// A tune run keeps every measured candidate with its log2 speedup in its store; its output
+// folder is then a training source: one group, the root (0) and each distinct measured program
+// with the speedup the run measured (the fake: 4x for a split loop then vectorized, else 1x).
+TEST(TrainingSet, ATuneRunsStoreTrainsAModelAndAnOldStoreReplaysAndKeepsThem) {
+  const fs::path dir = transfer_tmp("tune_store");
+  leir::Program root = scale_root();
+  root.name = "scale_test";
+  testing::FakeRunner fake(root);
+  TuneOptions o;
+  o.trials = 40;  // as the tuner's test that finds the 4x program (seed 3)
+  o.seed = 3;
+  o.threads = 2;
+  o.store_path = (dir / "measurements.sqlite").string();
+  o.runner = &fake;
+  const TuneResult r = tune(root, o);
+  ASSERT_GE(r.measured, 8);
+  const Machine m = this_machine(2);
+  const TrainingSet set = build_training_set({dir.string()}, m);
+  EXPECT_EQ(set.records, 0);
+  ASSERT_EQ(set.groups.size(), 1u);
+  const RootGroup& g = set.groups[0];
+  EXPECT_EQ(g.workload, "scale_test");
+  EXPECT_EQ(g.family, "scale_test");  // not a registry workload: a family of its own
+  EXPECT_EQ(g.root_x, extract_features(root, m));
+  std::map<std::string, double> measured;  // history "hash" -> log2 speedup
+  const json history = result_json(r)["history"];
+  for (const auto& h : history)
+    if (h["ok"].get<bool>()) measured[h["hash"].get<std::string>()] = std::log2(h["speedup"].get<double>());
+  std::vector<double> expected = {0.0};
+  for (const auto& [hash, l2] : measured) expected.push_back(l2);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(sorted_labels(g), expected);
+  EXPECT_EQ(expected.back(), 2.0) << "the search found the 4x program";
+  // Each trial's hash names a kept program: the text of every trial can be read back.
+  std::set<std::string> kept;
+  for (const auto& [key, row] : ObservationStore(o.store_path).candidates()) {
+    kept.insert(row["hash"].get<std::string>());
+    EXPECT_EQ(row["hash"], base::hex64(leir::program_hash(leir::program_from_text(row["program"].get<std::string>()))));
+  }
+  for (const auto& [hash, l2] : measured) EXPECT_TRUE(kept.count(hash)) << hash;
+  auto model = PretrainedModel::train(set.groups, set.machine_kind, 3);
+  EXPECT_EQ(model->training()["samples"], g.x.size());
+  EXPECT_EQ(model->machine_kind(), machine_kind(m));
+
+  // Programs timed with 2 threads do not train a model for 4.
+  try {
+    build_training_set({dir.string()}, this_machine(4));
+    FAIL() << "kept candidates of another machine kind were accepted";
+  } catch (const base::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the candidates of scale_test: measured on machine kind"), std::string::npos)
+        << e.what();
+  }
+
+  // A store written before tune kept candidates: the same store without that table.
+  const fs::path old = dir / "old.sqlite";
+  fs::copy_file(o.store_path, old);
+  {
+    sqlite3* db = base::open_sqlite(old.string(), "test store");
+    base::sqlite_exec(db, "DROP TABLE candidates", "test store");
+    sqlite3_close(db);
+  }
+  try {
+    build_training_set({old.string()}, m);
+    FAIL() << "a store without kept candidates was accepted";
+  } catch (const base::Error& e) {
+    EXPECT_EQ(e.kind(), base::ErrorKind::Invalid);
+    EXPECT_NE(std::string(e.what()).find("no candidate programs in this store"), std::string::npos) << e.what();
+  }
+  // A rerun on it measures nothing, writes the same result and keeps the same candidates.
+  const int calls = fake.calls;
+  TuneOptions again = o;
+  again.store_path = old.string();
+  const TuneResult replay = tune(root, again);
+  EXPECT_EQ(fake.calls, calls);
+  EXPECT_EQ(result_json(replay).dump(), result_json(r).dump());
+  const TrainingSet upgraded = build_training_set({old.string()}, m);
+  ASSERT_EQ(upgraded.groups.size(), 1u);
+  EXPECT_EQ(sorted_labels(upgraded.groups[0]), expected);
+  EXPECT_EQ(upgraded.kept, set.kept);
+  // And a replay on a store that keeps them adds none.
+  const TuneResult third = tune(root, again);
+  EXPECT_EQ(result_json(third).dump(), result_json(r).dump());
+  EXPECT_EQ(int(ObservationStore(old.string()).candidates().size()), set.kept);
+}
+
+// A runner whose figures are estimates, not timings (as `tune --measure model`'s): nothing is
+// kept, and the store says why it trains nothing.
+class EstimateRunner : public testing::FakeRunner {
+ public:
+  using FakeRunner::FakeRunner;
+  bool times() const override { return false; }
+};
+
+TEST(TrainingSet, EstimatesAreNotKept) {
+  const fs::path dir = transfer_tmp("estimates");
+  leir::Program root = scale_root();
+  EstimateRunner estimate(root);
+  TuneOptions o;
+  o.trials = 8;
+  o.store_path = (dir / "measurements.sqlite").string();
+  o.runner = &estimate;
+  ASSERT_GT(tune(root, o).measured, 0);
+  EXPECT_TRUE(ObservationStore(o.store_path).candidates().empty());
+  EXPECT_THROW(build_training_set({dir.string()}, this_machine(0)), base::Error);
 }
 
 TEST(TrainingSet, HeldOutEvaluationNeverTrainsOnTheWorkloadItRanks) {

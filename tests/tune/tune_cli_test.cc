@@ -1,5 +1,6 @@
 // `steptp tune` end to end with the real CPU runner: a run killed mid-way resumes and its files
-// equal a rerun on its final store; a two-task program is tuned as tasks (--no-tasks: as one root); bad options and unreadable files are clear errors; progress
+// equal a rerun on its final store; a two-task program is tuned as tasks (--no-tasks: as one root);
+// a tune folder trains a cost model; bad options and unreadable files are clear errors; progress
 // lines without a TTY, none with --quiet.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -144,6 +145,34 @@ TEST(TuneCli, TwoTaskProgramIsTunedAsTasksUnlessNoTasks) {
   auto whole = run(args + (dir / "c").string() + " --no-tasks");
   ASSERT_EQ(whole.code, 0) << whole.out;
   EXPECT_FALSE(json::parse(slurp(dir / "c" / "result.json")).contains("tasks"));
+}
+
+// A tune output folder is a cost model's training source (`steptp cost-model train DIR`): the
+// candidates its store keeps train a model of its machine kind, another kind (--threads) is
+// refused, and a `--measure model` folder (estimates, not timings) keeps none and says so.
+TEST(TuneCli, ATuneFolderTrainsACostModelOfItsMachineKind) {
+  auto dir = tmp("train");
+  auto root = write_root(dir);
+  auto a = run("tune " + root.string() + " --trials 6 --seed 1 --threads 1 --quiet --out " + (dir / "a").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto t = run("cost-model train " + (dir / "a").string() + " --threads 1 --json -o " + (dir / "m.json").string());
+  ASSERT_EQ(t.code, 0) << t.out;
+  const json j = json::parse(t.out.substr(t.out.find('{')));
+  const json result = json::parse(slurp(dir / "a" / "result.json"));
+  EXPECT_EQ(j["kept"].get<int>(), result["measured_ok"].get<int>() + 1) << "each measured candidate and the root";
+  EXPECT_EQ(j["records"], 0);
+  EXPECT_EQ(j["roots"], 1);
+  EXPECT_EQ(j["workloads"], json::array({"scale"}));
+  EXPECT_TRUE(fs::exists(dir / "m.json"));
+  auto other = run("cost-model train " + (dir / "a").string() + " --threads 2 -o " + (dir / "m2.json").string());
+  EXPECT_EQ(other.code, 1) << other.out;
+  EXPECT_NE(other.out.find("the candidates of scale: measured on machine kind"), std::string::npos) << other.out;
+  EXPECT_FALSE(fs::exists(dir / "m2.json"));
+  auto b = run("tune " + root.string() + " --measure model --trials 4 --threads 1 --quiet --out " + (dir / "b").string());
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto estimates = run("cost-model train " + (dir / "b").string() + " --threads 1 -o " + (dir / "m3.json").string());
+  EXPECT_EQ(estimates.code, 1) << estimates.out;
+  EXPECT_NE(estimates.out.find("no candidate programs in this store"), std::string::npos) << estimates.out;
 }
 
 TEST(TuneCli, BadOptionsAndFilesAreClearErrors) {

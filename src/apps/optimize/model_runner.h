@@ -16,6 +16,7 @@ class ModelRunner : public tune::Runner {
   std::string identity() const override;
   std::vector<tune::PairResult> run(const std::vector<leir::Program>& programs,
                                     const std::vector<std::pair<int, int>>& pairs) override;
+  bool times() const override { return false; }  // model units: no training data for a cost model
 
  private:
   tune::Machine machine_;

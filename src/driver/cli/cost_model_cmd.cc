@@ -5,7 +5,7 @@
 //
 // A cost model that transfers (docs/tune.md): `train` builds the training set from the records of
 // earlier runs (search/tune/training_set.h: a dataset folder, its steps.jsonl or its
-// measurements.sqlite) on this machine's kind and pre-trains a model for `steptp tune
+// measurements.sqlite; a tune output folder or its store) on this machine's kind and pre-trains a model for `steptp tune
 // --cost-model FILE`; `eval` reports Kendall tau and top-k recall on held-out workloads
 // (leave-workloads-out folds) beside the analytic prior and a per-root model. Exit 1 on invalid
 // sources (records of another machine kind included), 2 on a bad option.
@@ -35,8 +35,8 @@ struct CostModelOpts {
 
 void add_common_options(CLI::App* c, CostModelOpts& o) {
   c->add_option("SOURCE", o.sources,
-                "records of earlier runs: a `steptp generate` output folder, its steps.jsonl or its "
-                "measurements.sqlite")
+                "earlier runs: a `steptp generate` output folder, its steps.jsonl or its measurements.sqlite; a "
+                "`steptp tune` output folder or its store (the candidates it keeps)")
       ->required();
   c->add_option("--seed", o.seed, "seed of training and of the folds (same seed: identical output)");
   c->add_option("--threads", o.threads,
@@ -82,9 +82,9 @@ RegisterCommand cost_model_cmd{{"cost-model", "train and evaluate a cost model t
         std::cout << r.dump() << "\n";
         return 0;
       }
-      std::cout << fmt::format("{} records, {} roots of {} workloads ({}); {} held-out roots ({} programs) in {} "
-                               "leave-{}-out folds\n",
-                               set.records, set.groups.size(), r["workloads"].get<size_t>(), set.machine_kind,
+      std::cout << fmt::format("{} records, {} kept tune candidates, {} roots of {} workloads ({}); {} held-out "
+                               "roots ({} programs) in {} leave-{}-out folds\n",
+                               set.records, set.kept, set.groups.size(), r["workloads"].get<size_t>(), set.machine_kind,
                                r["roots_evaluated"].get<size_t>(), r["programs_evaluated"].get<int>(), o->folds,
                                o->split == "family" ? "families" : "workloads");
       std::cout << "whole held-out root (k = min(5, programs/2)):\n";
@@ -109,13 +109,16 @@ RegisterCommand cost_model_cmd{{"cost-model", "train and evaluate a cost model t
     model->save(o->out);
     if (o->json) {
       nlohmann::json j = model->training();
-      j["file"] = o->out, j["machine_kind"] = set.machine_kind, j["records"] = set.records, j["sources"] = set.files;
+      j["file"] = o->out, j["machine_kind"] = set.machine_kind, j["records"] = set.records, j["kept"] = set.kept;
+      j["sources"] = set.files;
       j["excluded"] = o->exclude;
       std::cout << j.dump() << "\n";
     } else {
-      std::cout << fmt::format("{}: {} programs of {} roots ({} workloads) from {} records, machine kind {}\n", o->out,
-                               model->training()["samples"].get<size_t>(), model->training()["roots"].get<size_t>(),
-                               model->training()["workloads"].size(), set.records, set.machine_kind);
+      std::cout << fmt::format("{}: {} programs of {} roots ({} workloads) from {} records and {} kept tune "
+                               "candidates, machine kind {}\n",
+                               o->out, model->training()["samples"].get<size_t>(),
+                               model->training()["roots"].get<size_t>(), model->training()["workloads"].size(),
+                               set.records, set.kept, set.machine_kind);
     }
     return 0;
   };

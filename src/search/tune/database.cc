@@ -23,6 +23,7 @@ void exec(sqlite3* db, const char* sql) { base::sqlite_exec(db, sql, "measuremen
 ObservationStore::ObservationStore(const std::string& path) {
   db_ = base::open_sqlite(path, "measurement store");
   exec(db_, "CREATE TABLE IF NOT EXISTS measurements(key TEXT PRIMARY KEY, payload TEXT)");
+  exec(db_, "CREATE TABLE IF NOT EXISTS candidates(key TEXT PRIMARY KEY, payload TEXT)");
 }
 
 ObservationStore::~ObservationStore() { sqlite3_close(db_); }
@@ -38,10 +39,19 @@ std::optional<json> ObservationStore::get(const std::string& key) {
 }
 
 void ObservationStore::put_all(const std::vector<std::pair<std::string, json>>& entries) {
+  put_into("measurements", entries);
+}
+
+void ObservationStore::put_candidates(const std::vector<std::pair<std::string, json>>& entries) {
+  put_into("candidates", entries);
+}
+
+void ObservationStore::put_into(const char* table, const std::vector<std::pair<std::string, json>>& entries) {
   if (entries.empty()) return;
   exec(db_, "BEGIN IMMEDIATE");
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT OR IGNORE INTO measurements(key, payload) VALUES(?, ?)", -1, &st, nullptr);
+  const std::string sql = std::string("INSERT OR IGNORE INTO ") + table + "(key, payload) VALUES(?, ?)";
+  sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr);
   for (const auto& [k, v] : entries) {
     std::string p = v.dump();
     sqlite3_reset(st);
@@ -67,9 +77,14 @@ int64_t ObservationStore::size() {
   return n;
 }
 
-std::vector<std::pair<std::string, json>> ObservationStore::entries() {
+std::vector<std::pair<std::string, json>> ObservationStore::entries() { return entries_of("measurements"); }
+
+std::vector<std::pair<std::string, json>> ObservationStore::candidates() { return entries_of("candidates"); }
+
+std::vector<std::pair<std::string, json>> ObservationStore::entries_of(const char* table) {
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT key, payload FROM measurements ORDER BY key", -1, &st, nullptr);
+  const std::string sql = std::string("SELECT key, payload FROM ") + table + " ORDER BY key";
+  sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr);
   std::vector<std::pair<std::string, json>> all;
   while (sqlite3_step(st) == SQLITE_ROW)
     all.push_back({reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),

@@ -10,6 +10,12 @@
 // measured programs' texts and the measurement options: stores copied between machines,
 // compilers or thread counts never answer for each other. Failures (compile error, crash,
 // timeout) are stored too, so a rerun drops the same candidates.
+//
+// Beside the observations, the store keeps the programs they were taken on where a consumer
+// needs them back: the tuner keeps each measured candidate with its measured log2 speedup over
+// the root (`candidates` table, search/tune/training_set.h reads it to pre-train a cost model),
+// because the observation keys are hashes and do not give the programs back. A store written
+// before the table existed opens as one without candidates.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +44,14 @@ class ObservationStore {
   // Every (key, value), in key order (to merge stores: put_all into another).
   std::vector<std::pair<std::string, nlohmann::json>> entries();
 
+  // The kept candidates (see above): as put_all and entries, in their own table.
+  void put_candidates(const std::vector<std::pair<std::string, nlohmann::json>>& entries);
+  std::vector<std::pair<std::string, nlohmann::json>> candidates();
+
  private:
+  void put_into(const char* table, const std::vector<std::pair<std::string, nlohmann::json>>& entries);
+  std::vector<std::pair<std::string, nlohmann::json>> entries_of(const char* table);
+
   sqlite3* db_ = nullptr;
 };
 

@@ -85,6 +85,9 @@ class Runner {
   // Median ms of a copy of `read_bytes` and `write_bytes` under the same policy (the roofline's
   // reference, search/tune/roofline.h); nullopt for a runner that does not time (its units are not ms).
   virtual std::optional<double> copy_ms(int64_t /*read_bytes*/, int64_t /*write_bytes*/) { return std::nullopt; }
+  // Whether its comparisons are timings (or stand in for them, as the tests' fakes do): the tuner
+  // keeps the candidates of such a runner to train a cost model from; an estimate is not kept.
+  virtual bool times() const { return true; }
 };
 
 class CpuRunner : public Runner {

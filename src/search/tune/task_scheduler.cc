@@ -127,6 +127,7 @@ TuneResult tune_program(const leir::Program& root, const TuneOptions& o, const T
     tk.seed = base::mix_seed(o.seed, t.hash);
     tk.time_trajectory = false;  // the composed program's steps are not timed one by one either
     tk.roofline = false;
+    if (tk.workload.empty()) tk.workload = root.name;  // a task's kept candidates are its program's
     sessions.push_back(std::make_unique<TuneSession>(t.program, tk, store, *runner, machine));
     weights.push_back(double(t.uses.size()));
   }

@@ -13,7 +13,9 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "front/workloads/workload.h"
 #include "ir/leir/program_io.h"
+#include "search/tune/database.h"
 
 namespace fs = std::filesystem;
 
@@ -22,24 +24,29 @@ namespace {
 
 using nlohmann::json;
 
-// The record file a source names (see build_training_set).
-fs::path records_of(const std::string& source) {
+// What a source names (see build_training_set): records of `steptp generate`, or the candidates a
+// `steptp tune` store keeps.
+struct SourceFile {
+  fs::path path;
+  bool store = false;
+};
+
+SourceFile source_file(const std::string& source) {
   const fs::path p(source);
   auto invalid = [&](const std::string& why) { return base::Error(base::ErrorKind::Invalid, source + ": " + why); };
   if (fs::is_directory(p)) {
-    if (!fs::exists(p / "steps.jsonl"))
-      throw invalid("no steps.jsonl in this folder (the records `steptp generate` writes; a `steptp tune` output "
-                    "folder keeps no candidate programs)");
-    return p / "steps.jsonl";
+    if (fs::exists(p / "steps.jsonl")) return {p / "steps.jsonl"};
+    if (fs::exists(p / "measurements.sqlite")) return {p / "measurements.sqlite", true};
+    throw invalid("neither the records of `steptp generate` (steps.jsonl) nor a `steptp tune` store "
+                  "(measurements.sqlite) in this folder");
   }
   if (!fs::exists(p)) throw invalid("no such file or folder");
   if (p.extension() == ".sqlite") {
-    if (!fs::exists(p.parent_path() / "steps.jsonl"))
-      throw invalid("a measurement store keys its timings by content hashes and holds no programs; the programs are "
-                    "in the records `steptp generate` writes beside it (steps.jsonl), and there are none here");
-    return p.parent_path() / "steps.jsonl";
+    // A dataset's store: its records hold the programs (and the same searches' results).
+    if (fs::exists(p.parent_path() / "steps.jsonl")) return {p.parent_path() / "steps.jsonl"};
+    return {p, true};
   }
-  return p;
+  return {p};
 }
 
 struct MeasuredProgram {
@@ -51,6 +58,44 @@ struct PendingRoot {
   std::string workload, family, text;
   std::map<std::string, MeasuredProgram> programs;  // text -> log2 speedups
 };
+
+std::string other_machine_kind(const std::string& kind, const std::string& this_kind) {
+  return fmt::format("measured on machine kind '{}', not this one ('{}'); a cost model is trained per machine kind: "
+                     "train it on the machine (and --threads) its programs were timed on",
+                     kind, this_kind);
+}
+
+// The candidates a `steptp tune` store keeps (database.h), grouped by their root like records.
+// Returns how many were read.
+int read_kept_candidates(const fs::path& file, const std::string& this_kind,
+                         std::map<std::string, PendingRoot>& roots) {
+  ObservationStore store(file.string());
+  const auto rows = store.candidates();
+  if (rows.empty())
+    throw base::Error(base::ErrorKind::Invalid,
+                      file.string() + ": no candidate programs in this store (written by `steptp tune` before it "
+                                      "kept them, or by `tune --measure model`, whose estimates are not timings); "
+                                      "rerun the same `steptp tune` on it to keep them (its measurements are reused)");
+  for (const auto& [key, row] : rows) {
+    const std::string workload = row.at("workload").get<std::string>();
+    const std::string kind = row.at("machine_kind").get<std::string>();
+    if (kind != this_kind)
+      throw base::Error(base::ErrorKind::Invalid, fmt::format("{}: the candidates of {}: {}", file.string(), workload,
+                                                              other_machine_kind(kind, this_kind)));
+    PendingRoot& root = roots[row.at("root").get<std::string>()];
+    root.workload = workload;
+    const auto* w = workloads::find_workload(workload);
+    root.family = w ? w->family : workload;  // a program outside the registry is a family of its own
+    const std::string text = row.at("program").get<std::string>();
+    if (row.at("hash") == row.at("root")) {
+      root.text = text;  // the root itself: 0 by definition (build_training_set)
+      continue;
+    }
+    MeasuredProgram& e = root.programs[text];
+    e.sum += row.at("log2_speedup").get<double>(), e.n++;
+  }
+  return int(rows.size());
+}
 
 struct RankQuality {
   double tau = 0, recall = 0;
@@ -95,10 +140,15 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
   set.machine_kind = machine_kind(m);
   std::map<std::string, PendingRoot> roots;  // root hash -> programs
   for (const auto& source : sources) {
-    const fs::path file = records_of(source);
+    const SourceFile src = source_file(source);
+    const fs::path& file = src.path;
+    set.files.push_back(file.string());
+    if (src.store) {
+      set.kept += read_kept_candidates(file, set.machine_kind, roots);
+      continue;
+    }
     std::ifstream in(file);
     if (!in) throw base::Error(base::ErrorKind::Invalid, "cannot read " + file.string());
-    set.files.push_back(file.string());
     std::string line;
     int lines = 0, records = 0;
     while (std::getline(in, line)) {
@@ -116,10 +166,7 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
                              r.value("target", "?")));
       const std::string kind = machine_kind(mj.value("cpu", ""), mj.value("cores", 0), mj.value("threads", 0),
                                             mj.value("vector_bytes", 0), mj.value("compiler", ""));
-      if (kind != set.machine_kind)
-        throw at(fmt::format("measured on machine kind '{}', not this one ('{}'); a cost model is trained per machine "
-                             "kind: train it on the machine (and --threads) its records were timed on",
-                             kind, set.machine_kind));
+      if (kind != set.machine_kind) throw at(other_machine_kind(kind, set.machine_kind));
       const std::string root_text = r["root_program"].get<std::string>();
       PendingRoot& root = roots[base::hex64(base::fnv1a(root_text))];
       root.text = root_text;
@@ -144,6 +191,10 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
     set.records += records;
   }
   for (auto& [hash, pending] : roots) {
+    if (pending.text.empty())
+      throw base::Error(base::ErrorKind::Invalid,
+                        fmt::format("root {} of {}: its candidates are kept, its program is not", hash,
+                                    pending.workload));
     RootGroup g;
     g.workload = pending.workload;
     g.family = pending.family;
@@ -239,6 +290,7 @@ json evaluate_held_out(const TrainingSet& set, const HeldOutOptions& o) {
           {"split", o.by_family ? "family" : "workload"},
           {"folds", folds},
           {"records", set.records},
+          {"kept", set.kept},
           {"roots", set.groups.size()},
           {"workloads", workloads.size()},
           {"min_programs", o.min_programs},

@@ -2,11 +2,13 @@
 // evaluation on held-out workloads (docs/tune.md, "A cost model that transfers").
 //
 // Where the programs are: a measurement store (search/tune/database.h) keys each timing by a
-// content hash of the runner's identity and the two programs' texts, so it holds timings but no
-// programs, and a tuner's result.json names only each trial's strategies. The records that
-// `steptp generate` writes beside its store (steps.jsonl: every record, train and eval) hold the
-// programs with their measurements: the root, the parent and each answer's result program, each
-// with its measured speedup over the root and the machine it was timed on. Those are read here.
+// content hash of the runner's identity and the two programs' texts, so its timings alone do not
+// give the programs back. Two places do: the records that `steptp generate` writes beside its store
+// (steps.jsonl: every record, train and eval), which hold the root, the parent and each answer's
+// result program, each with its measured speedup over the root and the machine it was timed on;
+// and the candidates `steptp tune` keeps in its store (its `candidates` table: each measured
+// candidate with its log2 speedup over the root in the search's session, the root, the workload
+// and the machine kind). Both are read here.
 #pragma once
 
 #include <cstdint>
@@ -23,16 +25,21 @@ namespace steptp::tune {
 struct TrainingSet {
   std::string machine_kind;
   std::vector<RootGroup> groups;  // one per distinct root program, in root-hash order
-  std::vector<std::string> files;  // the record files read
-  int records = 0;
+  std::vector<std::string> files;  // the record files and stores read
+  int records = 0;                 // records of `steptp generate`
+  int kept = 0;                    // candidates (roots included) kept in `steptp tune` stores
 };
 
-// Reads every source: a record file (.jsonl), a dataset folder (its steps.jsonl) or a measurement
-// store (.sqlite: the steps.jsonl beside it). A program measured in several records gets the mean
-// of its log2 speedups; the root is 0. Features are extracted for machine `m` (the records' own
-// machine: each must have been timed on machine_kind(m), else base::Error Invalid naming
-// file:line and both kinds — a model is per machine kind). Invalid also for a source without
-// records, with the reason.
+// Reads every source: a record file (.jsonl); a folder: its steps.jsonl (a dataset's), else its
+// measurements.sqlite (a tune output folder's); a store (.sqlite): the steps.jsonl beside it (a
+// dataset's records hold its programs), else the candidates it keeps. Roots are grouped by a hash
+// of their text (a record's root text, a kept root's leir::program_hash), so a root tuned and also
+// in a dataset is two groups. A program measured several times (several records, or tune runs
+// with other seeds) gets the mean of its log2 speedups; the root is 0. Features are extracted for
+// machine `m` (the programs' own machine: each must have been timed on machine_kind(m), else
+// base::Error Invalid naming file:line, or the store and workload, and both kinds — a model is per
+// machine kind). Invalid also for a source without records or kept candidates (a store written
+// before tune kept them: rerunning the tune on it keeps them), with the reason.
 TrainingSet build_training_set(const std::vector<std::string>& sources, const Machine& m);
 
 struct HeldOutOptions {

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/hash.h"
+#include "ir/leir/canonical.h"
 #include "ir/leir/program_io.h"
 #include "ir/leir/validate.h"
 #include "transform/sampler.h"
@@ -91,7 +93,10 @@ struct TuneSession::State {
         search(root, m, search_options(o)),
         verify_seed(base::mix_seed(o.seed, 0x7e)),
         verifier(root, verify_seed),
-        pretrained(load_pretrained(o, m)) {
+        pretrained(load_pretrained(o, m)),
+        kind(machine_kind(m)),
+        workload(o.workload.empty() ? root.name : o.workload),
+        root_hash(base::hex64(leir::program_hash(root))) {
     if (pretrained) model.use_pretrained(pretrained, search.nodes()[0].x);
     r.root = root;
     r.best = root;
@@ -114,6 +119,7 @@ struct TuneSession::State {
   const uint64_t verify_seed;
   RootVerifier verifier;
   std::shared_ptr<const PretrainedModel> pretrained;
+  const std::string kind, workload, root_hash;  // what each kept candidate is filed under
   CostModel model;
   TuneResult r;
   // Nodes live in a growing vector: take references only while no round runs.
@@ -163,6 +169,7 @@ int TuneSession::round(int limit) {
     t.round = search.round();
     t.strategy_path = strategy_path(n.trace);
     t.trace = n.trace;
+    t.hash = leir::program_hash(n.program);
     t.predicted = pred[k];
     t.learned = s.model.learned();
     const json& v = vs[k];
@@ -178,6 +185,16 @@ int TuneSession::round(int limit) {
     r.history.push_back(std::move(t));
   }
   auto results = s.comparer.compare(pairs);
+  // The measured candidates are kept for a cost model's training (the store's `candidates`), the
+  // root beside them (log2 speedup 0), each keyed like its comparison (the runner, the two texts):
+  // a replay finds them kept and adds nothing. An estimate (runner.times() false) is not kept.
+  std::vector<std::pair<std::string, json>> kept;
+  auto keep = [&](const Node& n, const std::string& hash, double log2_speedup) {
+    if (!s.runner.times()) return;
+    kept.push_back({observation_key({"candidate", s.runner.identity(), root_node.text, n.text}),
+                    {{"root", s.root_hash}, {"hash", hash}, {"workload", s.workload},
+                     {"machine_kind", s.kind}, {"program", n.text}, {"log2_speedup", log2_speedup}}});
+  };
   for (size_t m = 0; m < pairs.size(); ++m) {
     Trial& t = r.history[timed[m]];
     if (!results[m].ok) {
@@ -191,6 +208,7 @@ int TuneSession::round(int limit) {
     r.measured++;
     double l2 = std::log2(std::max(1e-9, t.cmp.speedup));
     search.set_measured(t.node, l2);
+    keep(search.nodes()[size_t(t.node)], base::hex64(t.hash), l2);
     s.train_x.push_back(search.nodes()[size_t(t.node)].x);
     s.train_y.push_back(l2);
     if (clears_noise(t.cmp) && t.cmp.speedup > (s.best_node ? s.best_cmp.speedup : 1.0)) {
@@ -198,6 +216,10 @@ int TuneSession::round(int limit) {
       s.best_cmp = t.cmp;
     }
     if (r.root_ms == 0) r.root_ms = t.cmp.a.median_ms;
+  }
+  if (!kept.empty()) {
+    keep(root_node, s.root_hash, 0.0);
+    s.store.put_candidates(kept);
   }
   r.trials += int(chosen.size());
   s.model.train(s.train_x, s.train_y);
@@ -328,7 +350,8 @@ json trajectory_json(const TuneResult& r) {
 json result_json(const TuneResult& r) {
   json history = json::array();
   for (const auto& t : r.history) {
-    json h = {{"round", t.round}, {"steps", t.strategy_path}, {"predicted_log2_speedup", std::round(t.predicted * 1e4) / 1e4},
+    json h = {{"round", t.round}, {"steps", t.strategy_path}, {"hash", base::hex64(t.hash)},
+              {"predicted_log2_speedup", std::round(t.predicted * 1e4) / 1e4},
               {"verified", t.verified}, {"ok", t.ok}};
     if (t.ok) h["speedup"] = t.cmp.speedup, h["time_s"] = t.cmp.b.median_ms / 1e3, h["faster"] = clears_noise(t.cmp);
     else h["error"] = t.error;

@@ -55,6 +55,10 @@ struct TuneOptions {
   // train`) the per-root model starts from and fine-tunes; empty: none (the analytic prior, then
   // a model trained from scratch). It must be of this run's machine kind (base::Error Invalid).
   std::string cost_model;
+  // The workload the kept candidates are filed under (the store's `candidates`, database.h): a
+  // cost model's training holds workloads out by it. Empty: the root's name (a task's session is
+  // given its program's name).
+  std::string workload;
 };
 
 struct Progress {
@@ -73,6 +77,7 @@ struct Trial {
   int node = 0, round = 0;
   std::string strategy_path;  // "loop_reorder > loop_tiling > ..."
   strategies::Trace trace;    // the candidate's steps from the root
+  uint64_t hash = 0;          // leir::program_hash of the candidate (its text: the store's `candidates`)
   bool verified = false, ok = false;
   std::string error;          // why not verified / not measured
   double predicted = 0;       // model's log2 speedup at selection
