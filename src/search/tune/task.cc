@@ -46,16 +46,21 @@ size_t count_loops(const std::vector<Item>& body) {
   return n;
 }
 
-// Renames tensors by a map and loop variables in order of binding within each top-level nest
-// (scoped: an inner binding of the same name shadows the outer one while it is bound).
+// Renames tensors by a map and loop variables in order of binding (scoped: an inner binding of
+// the same name shadows the outer one while it is bound).
 class TaskRenamer {
  public:
-  TaskRenamer(const std::map<std::string, std::string>& tensors, std::vector<std::string> vars)
-      : tensors_(tensors), vars_(std::move(vars)) {}
+  // `restarts`: the top-level positions at which loop names start again from the first one.
+  TaskRenamer(const std::map<std::string, std::string>& tensors, std::vector<std::string> vars,
+              std::set<size_t> restarts)
+      : tensors_(tensors), vars_(std::move(vars)), restarts_(std::move(restarts)) {}
 
   std::vector<Item> body(const std::vector<Item>& items) {
     std::vector<Item> out;
-    for (const auto& it : items) {
+    const bool top = scope_.empty();
+    for (size_t k = 0; k < items.size(); ++k) {
+      const Item& it = items[k];
+      if (top && restarts_.count(k)) next_ = 0;
       if (it.is_stmt()) {
         leir::Stmt s = it.stmt;
         s.lhs = expr(s.lhs);
@@ -64,9 +69,6 @@ class TaskRenamer {
         continue;
       }
       leir::Nest n = it.nest;
-      // Each top-level nest names its loops from the first name again, as public programs do: two
-      // nests with the same loops keep the same headers, which operator_fusion compares.
-      if (scope_.empty()) next_ = 0;
       const size_t bound = scope_.size();
       for (auto& l : n.loops) {
         scope_.push_back({l.var, vars_[next_++]});
@@ -95,6 +97,7 @@ class TaskRenamer {
 
   const std::map<std::string, std::string>& tensors_;
   std::vector<std::string> vars_;
+  std::set<size_t> restarts_;
   size_t next_ = 0;
   std::vector<std::pair<std::string, std::string>> scope_;
 };
@@ -222,7 +225,13 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
     }
     g.known.push_back(std::move(d));
   }
-  g.body = TaskRenamer(rename, analysis::standalone_vars(count_loops(items))).body(items);
+  // Loop names start again at each write-closed group (item_groups) of the items: the nests of a
+  // fusion group with the same loops keep the same headers, which operator_fusion compares, and a
+  // task of one group is named (and hashed) as before fusion groups.
+  std::set<size_t> restarts;
+  for (const TaskUse& u : item_groups(p))
+    if (u.first >= first && u.first < first + count) restarts.insert(size_t(u.first - first));
+  g.body = TaskRenamer(rename, analysis::standalone_vars(count_loops(items)), std::move(restarts)).body(items);
   try {
     leir::validate(g);
   } catch (const std::exception&) {

@@ -12,8 +12,8 @@
 // own: what it reads from outside is an input (its declared role kept for constants and params),
 // what it writes that is declared or read outside is an output, the rest stays intermediate.
 // Tensors are renamed in order of first appearance (A, C, D, ...) and loop variables in order of
-// binding within each top-level nest (a, c, d, ...; every nest starts again at a, so nests with
-// the same loops keep the same headers), declarations in that order, so
+// binding (a, c, d, ...; each write-closed group of a fusion group starts again at a, so its
+// nests with the same loops keep the same headers), declarations in that order, so
 // the task's text — and its hash, leir::program_hash of that text — depends on the group's
 // structure, shapes and dtypes only, not on the names or the position it has in a program: the
 // same nest twice in a program is one task with two uses, and the same nest in another program
