@@ -130,11 +130,12 @@ std::vector<TaskUse> item_groups(const leir::Program& p) {
 
 namespace {
 
-// Whether the group `g` of `p` joins the group `next` that follows it: every item outside `g` that
-// reads what `g` writes lies in `next` (at least one does), and a strategy that joins a producer
-// to its consumer has a legal site there — operator_fusion on the last item of `g` and the first
-// of `next`, or compute_inline on an item of `g` whose result `next` reads. The strategies' own
-// surveys decide, so a fusion group forms exactly where the task's search can propose the join.
+// Whether the group `g` of the state's program joins the group `next` that follows it: every item
+// outside `g` that reads what `g` writes lies in `next` (at least one does), and a strategy that
+// joins a producer to its consumer has a legal site there — operator_fusion on the last item of
+// `g` and the first of `next`, or compute_inline on an item of `g` whose result `next` reads. The
+// strategies' own surveys decide, so a fusion group forms exactly where the task's search can
+// propose the join.
 bool joins_next(const strategies::ScheduleState& st, TaskUse g, TaskUse next) {
   const analysis::UseDef& ud = st.use_def();
   const auto in = [](TaskUse u, int i) { return i >= u.first && i < u.first + u.count; };
@@ -280,7 +281,7 @@ namespace {
 // it). Whole-program sites count tensors by position in the signature or among intermediates,
 // which differ between task and program, so the site is found by its effect.
 strategies::TraceStep match_step_by_effect(const leir::Program& p, int first, const leir::Program& task,
-                                               const strategies::TraceStep& step) {
+                                           const strategies::TraceStep& step) {
   const leir::Program after = strategies::apply_step(task, step);
   const auto target = group_program(after, 0, int(after.body.size()));
   const strategies::Strategy* s = strategies::find_strategy(step.strategy);
