@@ -188,6 +188,92 @@ TEST(Tasks, TheInlinedPadIsACandidateOfTheConvolutionsTask) {
   EXPECT_TRUE(verify::verify(p, r.best, verify::VerifyOptions{.trials = 2, .seed = 1}).equivalent);
 }
 
+// mul_add (E = A*C; F = E + D) after an unrelated nest G = X*2: E is read only by the next nest
+// and operator_fusion (same headers) and compute_inline (an elementwise producer) both apply, so
+// the pair is one fusion group, one task whose search can fuse it; without fusion groups it was two
+// tasks and no step spanning both nests was ever proposed.
+leir::Program mul_add_after_scale() {
+  return leir::program_from_text(
+      "input X: f32[64,32]\ninput A: f32[64,32]\ninput C: f32[64,32]\ninput D: f32[64,32]\n"
+      "output G: f32[64,32]\noutput F: f32[64,32]\n"
+      "L^{64}_{a=0}L^{32}_{c=0}[G^{f32,g}_{a,c}=X^{f32,g}_{a,c}*2;];"
+      "L^{64}_{a=0}L^{32}_{c=0}[E^{f32,g}_{a,c}=A^{f32,g}_{a,c}*C^{f32,g}_{a,c};];"
+      "L^{64}_{a=0}L^{32}_{c=0}[F^{f32,g}_{a,c}=E^{f32,g}_{a,c}+D^{f32,g}_{a,c};];",
+      "mul_add_after_scale.leir");
+}
+
+TEST(Tasks, AProducerAndItsOnlyConsumerAreOneFusionGroup) {
+  const leir::Program p = mul_add_after_scale();
+  ASSERT_EQ(item_groups(p).size(), 3u);  // no two nests write the same tensor
+  const auto groups = fusion_groups(p);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].first, 0);
+  EXPECT_EQ(groups[0].count, 1);  // G is read by nobody: it joins nothing
+  EXPECT_EQ(groups[1].first, 1);
+  EXPECT_EQ(groups[1].count, 2);
+  const auto tasks = extract_tasks(p);
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[1].program.body.size(), 2u);
+  EXPECT_EQ(tasks[1].uses.size(), 1u);
+  EXPECT_EQ(tasks[1].uses[0].first, 1);
+
+  // A consumer that is not next (a nest between reads E too) keeps the producer alone.
+  const leir::Program split = leir::program_from_text(
+      "input A: f32[64,32]\ninput C: f32[64,32]\ninput D: f32[64,32]\n"
+      "output G: f32[64,32]\noutput F: f32[64,32]\n"
+      "L^{64}_{a=0}L^{32}_{c=0}[E^{f32,g}_{a,c}=A^{f32,g}_{a,c}*C^{f32,g}_{a,c};];"
+      "L^{64}_{a=0}L^{32}_{c=0}[G^{f32,g}_{a,c}=E^{f32,g}_{a,c}*2;];"
+      "L^{64}_{a=0}L^{32}_{c=0}[F^{f32,g}_{a,c}=E^{f32,g}_{a,c}+D^{f32,g}_{a,c};];",
+      "shared_producer.leir");
+  EXPECT_EQ(fusion_groups(split).size(), 3u);
+}
+
+// The fusion group's operator_fusion step (path: the task's items 0 and 1) composes at the use
+// (items 1 and 2 of the program), replays from the root and verifies.
+TEST(Tasks, AFusionStepComposesAtItsUseAndVerifies) {
+  const leir::Program p = mul_add_after_scale();
+  const auto tasks = extract_tasks(p);
+  ASSERT_EQ(tasks.size(), 2u);
+  const strategies::Strategy& fusion = *strategies::find_strategy("operator_fusion");
+  const strategies::ScheduleState st(tasks[1].program);
+  const auto& sites = fusion.sites(st);
+  ASSERT_EQ(sites.size(), 1u);
+  const strategies::Trace step = {strategies::TraceStep{"operator_fusion", strategies::address_of(sites, 0),
+                                                        sites[0].description, fusion.param_space(st, sites[0]).at(0)}};
+  const Composition c = compose(p, tasks, {{}, {step}});
+  EXPECT_TRUE(c.skipped.empty()) << c.skipped.at(0);
+  ASSERT_EQ(c.trace.size(), 1u);
+  EXPECT_EQ(c.trace[0].site.path, (std::vector<int>{1, 2}));
+  EXPECT_EQ(c.program.body.size(), 2u);
+  EXPECT_EQ(leir::program_to_text(strategies::replay(p, c.trace), false), leir::program_to_text(c.program, false));
+  const auto rep = verify::verify(p, c.program, verify::VerifyOptions{.trials = 2, .seed = 7});
+  EXPECT_TRUE(rep.equivalent) << rep.error;
+}
+
+// Tuned with tasks, the fusion group's search proposes the join and keeps it (each top-level item
+// costs the fake runner 1 ms, so the fused pair is faster); the composed program verifies and its
+// trace replays from the root.
+TEST(Tasks, TheTunerKeepsTheFusedProducerAndConsumer) {
+  const fs::path dir = task_tmp("fusion");
+  const leir::Program p = mul_add_after_scale();
+  TuneOptions o;
+  o.trials = 16;
+  o.seed = 5;
+  o.store_path = (dir / "m.sqlite").string();
+  VectorRunner runner;
+  o.runner = &runner;
+  const TuneResult r = tune_program(p, o);
+  ASSERT_FALSE(r.tasks.is_null());
+  ASSERT_EQ(r.tasks["list"].size(), 2u);
+  EXPECT_EQ(r.tasks["list"][1]["nests"], nlohmann::json::parse("[[1,2]]"));
+  EXPECT_LE(r.best.body.size(), 2u) << leir::program_to_text(r.best, false);  // E's nest joined F's
+  bool joined = false;
+  for (const auto& s : r.best_trace) joined |= s.strategy == "operator_fusion" || s.strategy == "compute_inline";
+  EXPECT_TRUE(joined);
+  EXPECT_TRUE(verify::verify(p, r.best, verify::VerifyOptions{.trials = 2, .seed = 1}).equivalent);
+  EXPECT_EQ(leir::program_to_text(strategies::replay(p, r.best_trace), false), leir::program_to_text(r.best, false));
+}
+
 // A step found on the task, re-addressed to each use, replays on the program; the composed trace
 // replays from the root to the composed program's bytes, which verify against the root.
 TEST(Tasks, CompositionReplaysOnEveryUseAndVerifies) {

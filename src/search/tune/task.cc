@@ -50,12 +50,17 @@ size_t count_loops(const std::vector<Item>& body) {
 // the same name shadows the outer one while it is bound).
 class TaskRenamer {
  public:
-  TaskRenamer(const std::map<std::string, std::string>& tensors, std::vector<std::string> vars)
-      : tensors_(tensors), vars_(std::move(vars)) {}
+  // `restarts`: the top-level positions at which loop names start again from the first one.
+  TaskRenamer(const std::map<std::string, std::string>& tensors, std::vector<std::string> vars,
+              std::set<size_t> restarts)
+      : tensors_(tensors), vars_(std::move(vars)), restarts_(std::move(restarts)) {}
 
   std::vector<Item> body(const std::vector<Item>& items) {
     std::vector<Item> out;
-    for (const auto& it : items) {
+    const bool top = scope_.empty();
+    for (size_t k = 0; k < items.size(); ++k) {
+      const Item& it = items[k];
+      if (top && restarts_.count(k)) next_ = 0;
       if (it.is_stmt()) {
         leir::Stmt s = it.stmt;
         s.lhs = expr(s.lhs);
@@ -92,6 +97,7 @@ class TaskRenamer {
 
   const std::map<std::string, std::string>& tensors_;
   std::vector<std::string> vars_;
+  std::set<size_t> restarts_;
   size_t next_ = 0;
   std::vector<std::pair<std::string, std::string>> scope_;
 };
@@ -132,6 +138,63 @@ std::vector<TaskUse> item_groups(const leir::Program& p) {
     i = end + 1;
   }
   return groups;
+}
+
+namespace {
+
+// Whether the group `g` of the state's program joins the group `next` that follows it: every item
+// outside `g` that reads what `g` writes lies in `next` (at least one does), and a strategy that
+// joins a producer to its consumer has a legal site there — operator_fusion on the last item of
+// `g` and the first of `next`, or compute_inline on an item of `g` whose result `next` reads. The
+// strategies' own surveys decide, so a fusion group forms exactly where the task's search can
+// propose the join.
+bool joins_next(const strategies::ScheduleState& st, TaskUse g, TaskUse next) {
+  const analysis::UseDef& ud = st.use_def();
+  const auto in = [](TaskUse u, int i) { return i >= u.first && i < u.first + u.count; };
+  bool consumed = false;
+  for (int i = g.first; i < g.first + g.count; ++i)
+    for (const auto& t : ud.items[size_t(i)].writes)
+      for (int r : ud.readers(t)) {
+        if (in(g, r)) continue;
+        if (!in(next, r)) return false;
+        consumed = true;
+      }
+  if (!consumed) return false;
+  const strategies::Strategy* fusion = strategies::find_strategy("operator_fusion");
+  const strategies::Strategy* inl = strategies::find_strategy("compute_inline");
+  const int last = g.first + g.count - 1;
+  try {
+    for (const auto& s : fusion->sites(st))
+      if (s.path == std::vector<int>{last, next.first}) return true;
+    for (const auto& s : inl->sites(st)) {
+      if (s.path.size() != 1 || !in(g, s.path[0])) continue;
+      for (const auto& t : ud.items[size_t(s.path[0])].writes)
+        for (int r : ud.readers(t))
+          if (in(next, r)) return true;
+    }
+  } catch (const std::exception&) {
+    // A strategy that cannot analyse this program proposes no join, as in the search.
+  }
+  return false;
+}
+
+}  // namespace
+
+// Fusion groups are formed at extraction rather than by a final whole-program round after
+// composition: the joined task is then searched as one program, so the fused nest is vectorized,
+// parallelized and timed by the same search that proposes the join (a round after composition
+// would time the join of two nests each scheduled for being alone), its hash still deduplicates
+// it, and composition replays its steps as any other task's.
+std::vector<TaskUse> fusion_groups(const leir::Program& p) {
+  std::vector<TaskUse> groups = item_groups(p);
+  if (groups.size() < 2) return groups;
+  const strategies::ScheduleState st(p);
+  std::vector<TaskUse> out = {groups[0]};
+  for (size_t k = 1; k < groups.size(); ++k) {
+    if (joins_next(st, out.back(), groups[k])) out.back().count += groups[k].count;
+    else out.push_back(groups[k]);
+  }
+  return out;
 }
 
 std::optional<leir::Program> group_program(const leir::Program& p, int first, int count) {
@@ -175,7 +238,13 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
     }
     g.known.push_back(std::move(d));
   }
-  g.body = TaskRenamer(rename, analysis::standalone_vars(count_loops(items))).body(items);
+  // Loop names start again at each write-closed group (item_groups) of the items: the nests of a
+  // fusion group with the same loops keep the same headers, which operator_fusion compares, and a
+  // task of one group is named (and hashed) as before fusion groups.
+  std::set<size_t> restarts;
+  for (const TaskUse& u : item_groups(p))
+    if (u.first >= first && u.first < first + count) restarts.insert(size_t(u.first - first));
+  g.body = TaskRenamer(rename, analysis::standalone_vars(count_loops(items)), std::move(restarts)).body(items);
   try {
     leir::validate(g);
   } catch (const std::exception&) {
@@ -186,7 +255,7 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
 }
 
 std::vector<Task> extract_tasks(const leir::Program& p) {
-  const auto groups = item_groups(p);
+  const auto groups = fusion_groups(p);
   std::vector<int64_t> work;
   for (const auto& gr : groups) {
     int64_t w = 0;
@@ -217,14 +286,14 @@ std::vector<Task> extract_tasks(const leir::Program& p) {
 
 namespace {
 
-// A step addressed to the whole task program (an input's layout, an intermediate's storage) at
-// the use of the task at `first` in `p`: the whole-program site of the same strategy whose
-// result, with the same parameters, holds the same items at the use as the step's result on the
-// task (`task` is the task's program as the steps before this one left it). Sites count tensors
-// by position in the signature or among intermediates, which differ between task and program, so
-// the site is found by its effect.
-strategies::TraceStep match_whole_program_step(const leir::Program& p, int first, const leir::Program& task,
-                                               const strategies::TraceStep& step) {
+// A task's step at the use of the task at `first` in `p`: the site of the same strategy (a
+// whole-program site for a whole-program step, else one whose first path index is the step's
+// moved by `first`) whose result, with the same parameters, holds the same items at the use as
+// the step's result on the task (`task` is the task's program as the steps before this one left
+// it). Whole-program sites count tensors by position in the signature or among intermediates,
+// which differ between task and program, so the site is found by its effect.
+strategies::TraceStep match_step_by_effect(const leir::Program& p, int first, const leir::Program& task,
+                                           const strategies::TraceStep& step) {
   const leir::Program after = strategies::apply_step(task, step);
   const auto target = group_program(after, 0, int(after.body.size()));
   const strategies::Strategy* s = strategies::find_strategy(step.strategy);
@@ -232,7 +301,9 @@ strategies::TraceStep match_whole_program_step(const leir::Program& p, int first
     const strategies::ScheduleState st(p);
     const auto& sites = s->sites(st);
     for (size_t i = 0; i < sites.size(); ++i) {
-      if (!sites[i].path.empty()) continue;
+      if (step.site.path.empty() ? !sites[i].path.empty()
+                                 : sites[i].path.empty() || sites[i].path[0] != first + step.site.path[0])
+        continue;
       strategies::TraceStep cand{step.strategy, strategies::address_of(sites, i), sites[i].description, step.params};
       try {
         const leir::Program q = strategies::apply_step(p, cand);
@@ -244,7 +315,7 @@ strategies::TraceStep match_whole_program_step(const leir::Program& p, int first
     }
   }
   throw strategies::ReplayError(
-      fmt::format("{} ({}): no whole-program site has the same effect at this use", step.strategy,
+      fmt::format("{} ({}): no site has the same effect at this use", step.strategy,
                   step.site_description));
 }
 
@@ -256,9 +327,22 @@ std::pair<strategies::Trace, leir::Program> replay_at_use(const leir::Program& p
   leir::Program cur = p, task_state = task;
   for (const auto& step : trace) {
     strategies::TraceStep at = step;
-    if (step.site.path.empty()) at = match_whole_program_step(cur, first, task_state, step);
-    else at.site.path[0] += first;
-    cur = strategies::apply_step(cur, at);
+    leir::Program next;
+    if (!step.site.path.empty()) {
+      at.site.path[0] += first;
+      // A path whose later indices are top-level items too (operator_fusion's two nests) does
+      // not move with the first one: then the step is found by its effect at the use.
+      try {
+        next = strategies::apply_step(cur, at);
+      } catch (const strategies::ReplayError&) {
+        at = match_step_by_effect(cur, first, task_state, step);
+        next = strategies::apply_step(cur, at);
+      }
+    } else {
+      at = match_step_by_effect(cur, first, task_state, step);
+      next = strategies::apply_step(cur, at);
+    }
+    cur = std::move(next);
     task_state = strategies::apply_step(task_state, step);
     steps.push_back(std::move(at));
   }

@@ -5,13 +5,16 @@
 // that zeroes an accumulator goes with the nest that accumulates into it), so every tensor a group
 // writes is written only there; a zero-padded copy of an intermediate goes with the items that
 // read it (a convolution and its padded input are one task, so inlining the pad is a step inside
-// it). The heavy groups (the heaviest by statement instances until they
-// hold 90 % of the work, as the schedule rules pick heavy nests) and any group with at least 1 %
-// of the work are the tasks; the light ones stay as written. A group becomes a program of its
+// it). A group whose results only the next group reads joins it where operator_fusion or
+// compute_inline can join the two (a fusion group: a producer and its elementwise consumer are one
+// task, whose search can fuse them). The heavy groups (the heaviest by statement instances until
+// they hold 90 % of the work, as the schedule rules pick heavy nests) and any group with at least
+// 1 % of the work are the tasks; the light ones stay as written. A group becomes a program of its
 // own: what it reads from outside is an input (its declared role kept for constants and params),
 // what it writes that is declared or read outside is an output, the rest stays intermediate.
 // Tensors are renamed in order of first appearance (A, C, D, ...) and loop variables in order of
-// binding (a, c, d, ...), declarations in that order, so
+// binding (a, c, d, ...; each write-closed group of a fusion group starts again at a, so its
+// nests with the same loops keep the same headers), declarations in that order, so
 // the task's text — and its hash, leir::program_hash of that text — depends on the group's
 // structure, shapes and dtypes only, not on the names or the position it has in a program: the
 // same nest twice in a program is one task with two uses, and the same nest in another program
@@ -59,7 +62,12 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
 // The groups of `p` (every top-level item in exactly one), in program order.
 std::vector<TaskUse> item_groups(const leir::Program& p);
 
-// The tasks of `p`: its heavy groups (and those with 1 % of the work) that stand alone, one task
+// The groups of `p` joined into fusion groups: a group whose results only the next group reads
+// joins it where operator_fusion or compute_inline has a legal site across the two (their own
+// surveys), so one task holds a producer and its consumer and its search can fuse them.
+std::vector<TaskUse> fusion_groups(const leir::Program& p);
+
+// The tasks of `p`: its heavy fusion groups (and those with 1 % of the work) that stand alone, one task
 // per distinct hash, in order of first use.
 std::vector<Task> extract_tasks(const leir::Program& p);
 
