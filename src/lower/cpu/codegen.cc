@@ -534,6 +534,26 @@ class Emitter : public CExprEmitter {
     return op == AccumOp::Mul ? "1" : "0";
   }
 
+  // The target's subscripts of `s` as affine forms (nullopt: one is not affine).
+  static std::optional<std::vector<analysis::Affine>> affine_subscripts(const leir::Stmt& s) {
+    std::vector<analysis::Affine> subs;
+    for (const auto& ix : s.lhs->args) {
+      auto a = analysis::to_affine(ix);
+      if (!a) return std::nullopt;
+      subs.push_back(*a);
+    }
+    return subs;
+  }
+
+  // Whether each subscript uses at most one of `loops`: distinct iterations of them then write
+  // distinct elements (the rule both the identity in the nest and a parallel identity pass rest on).
+  static bool each_in_at_most_one(const std::vector<analysis::Affine>& subs,
+                                  const std::vector<const leir::Loop*>& loops) {
+    return std::all_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) {
+      return std::count_if(loops.begin(), loops.end(), [&](const leir::Loop* l) { return a.uses(l->var); }) <= 1;
+    });
+  }
+
   // The first of the trailing reduction loops of `site` when its identity may be stored in the
   // nest, just before those loops, instead of by a pass before the item: every loop before them
   // moves the written element, injectively (each subscript affine in at most one loop), none of
@@ -546,12 +566,9 @@ class Emitter : public CExprEmitter {
   const leir::Loop* init_in_nest(const StmtSite& site) const {
     const leir::Stmt& s = *site.stmt;
     const std::string& x = s.lhs->tensor;
-    std::vector<analysis::Affine> subs;
-    for (const auto& ix : s.lhs->args) {
-      auto a = analysis::to_affine(ix);
-      if (!a) return nullptr;
-      subs.push_back(*a);
-    }
+    const auto affine = affine_subscripts(s);
+    if (!affine) return nullptr;
+    const std::vector<analysis::Affine>& subs = *affine;
     auto moves = [&](const leir::Loop* l) {
       return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(l->var); });
     };
@@ -563,9 +580,7 @@ class Emitter : public CExprEmitter {
       if (k < r && !moves(loops[k])) return nullptr;
       if (k >= r && (loops[k]->kind == LoopKind::Parallel || loops[k]->kind == LoopKind::Bound)) return nullptr;
     }
-    for (const auto& a : subs)
-      if (std::count_if(loops.begin(), loops.end(), [&](const leir::Loop* l) { return a.uses(l->var); }) > 1)
-        return nullptr;
+    if (!each_in_at_most_one(subs, loops)) return nullptr;
     if (!alone_with_its_target(s, {&s})) return nullptr;
     // Two copies write disjoint elements when some subscript is a*v + b in a loop v whose ranges
     // in the two do not meet (the same subscripts: the same a and b).
@@ -605,13 +620,8 @@ class Emitter : public CExprEmitter {
     int64_t elements = 1;
     for (const auto* l : init.loops) elements *= l->extent;
     if (!parallel_item || elements < kMinParallelInit) return false;
-    for (const auto& ix : site.stmt->lhs->args) {
-      auto a = analysis::to_affine(ix);
-      if (!a) return false;
-      auto used = [&](const leir::Loop* l) { return a->uses(l->var); };
-      if (std::count_if(init.loops.begin(), init.loops.end(), used) > 1) return false;
-    }
-    return true;
+    const auto subs = affine_subscripts(*site.stmt);
+    return subs && each_in_at_most_one(*subs, init.loops);
   }
 
   // Identity over exactly the region `site` writes: the loops its target subscripts use; on every

@@ -151,6 +151,13 @@ namespace {
 bool joins_next(const strategies::ScheduleState& st, TaskUse g, TaskUse next) {
   const analysis::UseDef& ud = st.use_def();
   const auto in = [](TaskUse u, int i) { return i >= u.first && i < u.first + u.count; };
+  // Whether `next` reads what item i writes.
+  const auto feeds_next = [&](int i) {
+    for (const auto& t : ud.items[size_t(i)].writes)
+      for (int r : ud.readers(t))
+        if (in(next, r)) return true;
+    return false;
+  };
   bool consumed = false;
   for (int i = g.first; i < g.first + g.count; ++i)
     for (const auto& t : ud.items[size_t(i)].writes)
@@ -166,12 +173,8 @@ bool joins_next(const strategies::ScheduleState& st, TaskUse g, TaskUse next) {
   try {
     for (const auto& s : fusion->sites(st))
       if (s.path == std::vector<int>{last, next.first}) return true;
-    for (const auto& s : inl->sites(st)) {
-      if (s.path.size() != 1 || !in(g, s.path[0])) continue;
-      for (const auto& t : ud.items[size_t(s.path[0])].writes)
-        for (int r : ud.readers(t))
-          if (in(next, r)) return true;
-    }
+    for (const auto& s : inl->sites(st))
+      if (s.path.size() == 1 && in(g, s.path[0]) && feeds_next(s.path[0])) return true;
   } catch (const std::exception&) {
     // A strategy that cannot analyse this program proposes no join, as in the search.
   }
@@ -327,22 +330,22 @@ std::pair<strategies::Trace, leir::Program> replay_at_use(const leir::Program& p
   leir::Program cur = p, task_state = task;
   for (const auto& step : trace) {
     strategies::TraceStep at = step;
-    leir::Program next;
+    std::optional<leir::Program> next;
     if (!step.site.path.empty()) {
       at.site.path[0] += first;
       // A path whose later indices are top-level items too (operator_fusion's two nests) does
-      // not move with the first one: then the step is found by its effect at the use.
+      // not move with the first one: then the step is found by its effect at the use, as a
+      // whole-program step always is.
       try {
         next = strategies::apply_step(cur, at);
       } catch (const strategies::ReplayError&) {
-        at = match_step_by_effect(cur, first, task_state, step);
-        next = strategies::apply_step(cur, at);
       }
-    } else {
+    }
+    if (!next) {
       at = match_step_by_effect(cur, first, task_state, step);
       next = strategies::apply_step(cur, at);
     }
-    cur = std::move(next);
+    cur = std::move(*next);
     task_state = strategies::apply_step(task_state, step);
     steps.push_back(std::move(at));
   }
