@@ -124,6 +124,22 @@ inline std::vector<std::pair<json, json>> records_with_chats(const fs::path& dir
   return out;
 }
 
+// The records of `dir` past their root, each checked for its prompt stating the current program's
+// measured speedup over the root (the one its producing step measured); returns how many.
+inline int expect_later_prompts_state_measured_speedup(const fs::path& dir) {
+  int stated = 0;
+  for (const auto& [r, chat] : records_with_chats(dir)) {
+    if (r["steps_so_far"].empty()) continue;
+    const std::string user = chat["messages"][1]["content"];
+    EXPECT_NE(user.find("Speedup of the current program over the root: " + r["parent_speedup_vs_root"].dump() +
+                        " (measured)."),
+              std::string::npos)
+        << user;
+    ++stated;
+  }
+  return stated;
+}
+
 // The `<think>` text of an assistant message.
 inline std::string think_of(const json& chat) {
   const std::string a = chat["messages"][2]["content"];

@@ -110,21 +110,15 @@ TEST_F(Measured, RecordsCarryPositiveTimingsAndConsistentSpeedups) {
     }
   }
   // The prompt states the current program's measured speedup over the root; the think may quote
-  // it (it is in the prompt) but never the step's own timings (issue 35).
-  int stated = 0;
+  // it (it is in the prompt) but never the step's own timings (issue 35). Whether any record past
+  // its root survives here depends on the machine's noise (noisy comparisons drop their records):
+  // GenerateTuned.PathRecordsChainAndARerunOnTheStoreIsIdentical asserts such records exist, on
+  // deterministic timings.
+  expect_later_prompts_state_measured_speedup(*root_ / "base");
   for (const auto& [r, chat] : records_with_chats(*root_ / "base")) {
-    const std::string user = chat["messages"][1]["content"];
-    if (!r["steps_so_far"].empty()) {
-      EXPECT_NE(user.find("Speedup of the current program over the root: " + r["parent_speedup_vs_root"].dump() +
-                          " (measured)."),
-                std::string::npos)
-          << user;
-      ++stated;
-    }
     EXPECT_EQ(underived_think_numbers(r, chat), std::vector<std::string>{}) << r["id"] << "\n" << r["cot"];
     EXPECT_EQ(hindsight_phrases(r["cot"]), std::vector<std::string>{}) << r["id"] << "\n" << r["cot"];
   }
-  EXPECT_GT(stated, 0);
   auto m = json::parse(slurp(*root_ / "base" / "manifest.json"));
   EXPECT_TRUE(m["cost"]["measured"].get<bool>());
   EXPECT_EQ(m["cost"]["threads"], 1);
