@@ -159,8 +159,10 @@ void expect_labels_match_measurements(const std::vector<json>& steps, double thr
         const int k = a["path"]["step"], L = a["path"]["of"];
         EXPECT_LT(k, L);
         const auto& path = paths.at(r["root"]["key"]);
-        const double before = k == 1 ? 1.0 : path.at(k - 1);
-        EXPECT_EQ(r["parent_speedup_vs_root"].get<double>(), before) << r["id"];
+        // The state before the step: its producing path step's, where that record was kept.
+        const double before = r["parent_speedup_vs_root"];
+        if (k == 1) EXPECT_EQ(before, 1.0) << r["id"];
+        else if (path.count(k - 1)) EXPECT_EQ(path.at(k - 1), before) << r["id"];
         const double enabled = a["path"]["enabled_speedup"];
         EXPECT_NEAR(enabled, path.at(L) / before, 1e-4 * enabled) << r["id"];
         EXPECT_GE(a["path"]["enabled_ci"][0].get<double>(), threshold) << r["id"];
@@ -221,7 +223,8 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   ASSERT_FALSE(steps.empty());
   expect_labels_match_measurements(steps, o.improve_threshold);
   expect_one_speedup_per_program(steps);
-  // Path records of one root: steps 1..L, each parent the previous step's result.
+  // Path records of one root: steps up to L, each parent the previous step's result (a step
+  // whose comparison stayed noisy leaves a gap: measurement.h, trim_path_tail).
   std::map<std::string, std::map<int, json>> path;  // root key -> step -> record
   for (const auto& r : steps)
     if (r["kind"] == "single" && r["answers"][0].contains("path"))
@@ -229,7 +232,7 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
   EXPECT_FALSE(path.empty()) << "vectorizing pays off: some root keeps a path";
   for (const auto& [key, by_step] : path) {
     const int L = by_step.begin()->second["answers"][0]["path"]["of"];
-    ASSERT_EQ(int(by_step.size()), L) << key << ": a path is exported whole";
+    ASSERT_EQ(by_step.rbegin()->first, L) << key << ": the path ends at its best state";
     // ... up to its best state (measurement.h, trim_path_tail), which is the root's best found.
     const double end = by_step.at(L)["answers"][0]["cost"]["speedup_vs_root"];
     EXPECT_GE(end, o.improve_threshold) << key;
@@ -237,14 +240,14 @@ TEST(GenerateTuned, PathRecordsChainAndARerunOnTheStoreIsIdentical) {
       EXPECT_LE(rec["answers"][0]["cost"]["speedup_vs_root"].get<double>(), end) << key;
       EXPECT_EQ(rec["answers"][0]["path"]["speedup_vs_root"], end) << key;
     }
-    for (int k = 1; k <= L; ++k) {
-      const json& rec = by_step.at(k);
+    for (const auto& [k, rec] : by_step) {
       EXPECT_EQ(rec["depth"], k);
       EXPECT_EQ(rec["steps_so_far"].size(), size_t(k - 1));
       if (k == 1) EXPECT_EQ(rec["parent_program"], rec["root_program"]);
-      else EXPECT_EQ(rec["parent_program"], by_step.at(k - 1)["answers"][0]["result_program"]);
+      if (k == 1 || !by_step.count(k - 1)) continue;
+      EXPECT_EQ(rec["parent_program"], by_step.at(k - 1)["answers"][0]["result_program"]);
       // One speedup over the root per program: the state's, as its producing step measured it.
-      if (k > 1) EXPECT_EQ(rec["parent_speedup_vs_root"], by_step.at(k - 1)["answers"][0]["cost"]["speedup_vs_root"]);
+      EXPECT_EQ(rec["parent_speedup_vs_root"], by_step.at(k - 1)["answers"][0]["cost"]["speedup_vs_root"]);
     }
   }
   // A later state's prompt states its measured speedup over the root (the real-timing version of

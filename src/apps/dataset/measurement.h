@@ -109,8 +109,9 @@ std::string noise_verdict(const Interval& ci);
 // reach both 1 / threshold and threshold.
 bool informative(const Interval& ci, double threshold);
 
-// Tuned paths end at their best state: over the path's steps measured without a gap from step 1,
-// the first with the largest speedup over the root; a path whose best state is not confirmed
+// Tuned paths end at their best state: over the path's steps whose records measurement kept
+// (a step whose comparison failed or stayed noisy leaves a gap, not an end), the first with the
+// largest speedup over the root; a path whose best state is not confirmed
 // `threshold` faster than the root (the lower bound of ratio_ci of its comparison with the root,
 // cost.vs_root) is dropped whole (it teaches no way forward). The records of
 // one root (`records`, after measurement) lose the single-answer records of path steps after the
