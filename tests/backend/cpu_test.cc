@@ -457,8 +457,8 @@ TEST(CpuBackend, ARegisterBlockVisitedOnceStartsFromTheIdentity) {
   // registers over the reduction d, the batch and row subscripts mixing an outer and a block loop
   // (tx*2+i, a*4+h: each outer loop a digit above the block's). Every element is accumulated in
   // one block over one stretch of d, so the block starts from the identity and no pass zeroes C
-  // before the parallel nest (that serial pass, whose lines the other core then read back, made
-  // the panel's batched_matmul 1.4x slower on two threads than on one would predict).
+  // before the parallel nest (that serial pass, whose lines the other core then read back, cost
+  // the panel's batched_matmul 6 % on two threads: 0.153 against 0.144 ms).
   const std::string bmm =
       "input A: f32[4,8,6]\ninput G: f32[4,6,16]\noutput C: f32[4,8,16]\n"
       "B^{2}_{tx=0}L^{2}_{a=0}L^{2}_{f=0}L^{6}_{d=0}U^{2}_{i=0}U^{4}_{h=0}V^{8}_{g=0}[C^{f32,g}_{tx*2+i,a*4+h,f*8+g}="
