@@ -196,6 +196,26 @@ TEST(ScheduleRules, RegisterTilingChainOfAGemmReplaysVerifiesAndKeepsTheBlockInR
   EXPECT_EQ(kinds, (std::vector<std::string>{"B8 L2 L48 U8 V32 ", "B8 L4 L48 U8 V16 ", "B16 L4 L48 U4 V16 "}));
 }
 
+TEST(ScheduleRules, EveryRegisterTilingOfABatchedProductStartsItsBlocksFromTheIdentity) {
+  // The panel's batched_matmul shape, smaller: each rule tiling keeps a block per batch over the
+  // whole reduction, so the lowering starts every block from zero instead of zeroing D in a
+  // serial pass before the parallel nest (on two threads that pass and the other core's reads
+  // of its lines cost the panel's batched_matmul 6 %: docs/tune.md, "Limits").
+  leir::Program root = leir::program_from_text(
+      "input A: f32[4,32,24]\ninput C: f32[4,24,64]\noutput D: f32[4,32,64]\n"
+      "B^{4}_{tx=0}L^{32}_{a=0}L^{64}_{c=0}L^{24}_{d=0}"
+      "[D^{f32,g}_{tx,a,c}=D^{f32,g}_{tx,a,c}+A^{f32,g}_{tx,a,d}*C^{f32,g}_{tx,d,c};];",
+      "bmm.leir");
+  auto chains = chains_on_avx512(root);
+  ASSERT_EQ(chains.size(), 7u);
+  for (size_t k = 3; k < 6; ++k) {
+    expect_replays_and_verifies(root, chains[k], 9);
+    const std::string code = backend::cpu::generate_cpu_kernel(chains[k].back().program, {}).code;
+    EXPECT_NE(code.find("// identity, starts the register block"), std::string::npos) << code;
+    EXPECT_EQ(code.find("// accumulation identity"), std::string::npos) << code;
+  }
+}
+
 TEST(ScheduleRules, OnAvx2TheBlocksAreEightLanesWideAndFitSixteenRegisters) {
   // The GEMM above on an AVX2 machine: 8-lane vectors, and no 8 x 2 block (it would take all 16
   // ymm registers for accumulators).

@@ -280,6 +280,7 @@ class Emitter : public CExprEmitter {
       }
       for (const auto& site : plan_.init_before[i]) {
         if (const leir::Loop* at = init_in_nest(site)) init_at_[at].push_back(site.stmt);
+        else if (init_in_block(site)) init_in_block_.insert(site.stmt);
         else emit_init(site);
       }
       emit_item(p_.body[i]);
@@ -516,7 +517,9 @@ class Emitter : public CExprEmitter {
   void emit_block_copy(const leir::Nest& n, const RegisterBlock& b, bool load) {
     const std::string& x = b.stmt->lhs->tensor;
     for (size_t k = b.first; k < n.loops.size(); ++k) open_loop(n.loops[k]);
-    if (load) line(fmt::format("b_{}[{}] = t_{}[{}];", x, b.slot, x, flat(b.stmt->lhs)));
+    if (load && init_in_block_.count(b.stmt))
+      line(fmt::format("b_{}[{}] = {};  // identity, starts the register block", x, b.slot, identity_literal(*b.stmt)));
+    else if (load) line(fmt::format("b_{}[{}] = t_{}[{}];", x, b.slot, x, flat(b.stmt->lhs)));
     else line(fmt::format("t_{}[{}] = b_{}[{}];", x, flat(b.stmt->lhs), x, b.slot));
     for (size_t k = b.first; k < n.loops.size(); ++k) --indent_, line("}");
   }
@@ -604,6 +607,78 @@ class Emitter : public CExprEmitter {
         return nullptr;
     }
     return loops[r];
+  }
+
+  // The nest whose body holds `s` directly, inside `items` (nullptr: none does).
+  static const leir::Nest* leaf_nest_of(const std::vector<leir::Item>& items, const leir::Stmt* s) {
+    for (const auto& it : items) {
+      if (!it.is_nest()) continue;
+      for (const auto& inner : it.nest.body)
+        if (inner.is_stmt() && &inner.stmt == s) return &it.nest;
+      if (const leir::Nest* n = leaf_nest_of(it.nest.body, s)) return n;
+    }
+    return nullptr;
+  }
+
+  // Whether distinct iterations of `loops` write distinct elements through `subs`: each loop moves
+  // exactly one subscript, and within a subscript the loops are digits of a mixed radix (each
+  // coefficient exceeds the span of the smaller ones: 4*tx + a with a < 4). Sufficient, not
+  // necessary.
+  static bool mixed_radix_injective(const std::vector<analysis::Affine>& subs,
+                                    const std::vector<const leir::Loop*>& loops) {
+    for (const auto* l : loops)
+      if (l->extent > 1 && std::count_if(subs.begin(), subs.end(), [&](const auto& a) { return a.uses(l->var); }) != 1)
+        return false;
+    for (const auto& a : subs) {
+      std::vector<std::pair<int64_t, int64_t>> digits;  // |coefficient|, extent
+      for (const auto* l : loops)
+        if (l->extent > 1 && a.uses(l->var)) digits.push_back({std::abs(a.coeff_of(l->var)), l->extent});
+      std::sort(digits.begin(), digits.end());
+      int64_t span = 0;  // largest distance the smaller digits reach
+      for (const auto& [c, e] : digits) {
+        if (c <= span) return false;
+        span += c * (e - 1);
+      }
+    }
+    return true;
+  }
+
+  // Whether the identity of `site` may start its register block instead of a pass before the
+  // item: the statement's leaf nest keeps a block (register_block), every loop outside the
+  // block's reduction loops moves the written element and, with the block's own loops, does so
+  // injectively, and nothing else in the item touches the tensor. Then each element is
+  // accumulated in exactly one block, over one stretch of its reduction loops, which starts from
+  // the identity as it would after the pass: the same operations in the same order, so the same
+  // bits, and no pass (a serial one, whose subscripts like 4*tx + a mix two loops) before the
+  // parallel nest, whose other core would read the zeros back from the first core's cache.
+  bool init_in_block(const StmtSite& site) const {
+    if (!o_.register_blocks) return false;
+    const leir::Stmt& s = *site.stmt;
+    const leir::Nest* leaf = leaf_nest_of(p_.body, &s);
+    if (!leaf) return false;
+    std::vector<const leir::Stmt*> stmts;  // as emit_nest asks register_block
+    collect(leaf->body, stmts);
+    const auto block = register_block(*leaf, stmts);
+    const auto subs = affine_subscripts(s);
+    if (!block || block->stmt != &s || !subs) return false;
+    // The leaf's loops are the last of the statement's enclosing loops; those from the block's
+    // first reduction loop g1 up to its first block loop h1 do not move the element.
+    const size_t outer = site.loops.size() - leaf->loops.size() + block->loop;
+    const size_t first = site.loops.size() - leaf->loops.size() + block->first;
+    std::vector<const leir::Loop*> moving(site.loops.begin(), site.loops.begin() + long(outer));
+    moving.insert(moving.end(), site.loops.begin() + long(first), site.loops.end());
+    for (const auto* l : moving)  // a loop of one iteration (a batch of one) moves nothing and repeats nothing
+      if (l->extent > 1 && std::none_of(subs->begin(), subs->end(), [&](const auto& a) { return a.uses(l->var); }))
+        return false;
+    if (!mixed_radix_injective(*subs, moving)) return false;
+    for (const auto& o : plan_.stmts) {
+      if (o.item != site.item || o.stmt == &s) continue;
+      bool touches = false;
+      for (const auto& side : {o.stmt->lhs, o.stmt->rhs})
+        leir::for_each_expr(side, [&](const Expr& e) { touches |= e.is_access() && e.tensor == s.lhs->tensor; });
+      if (touches) return false;
+    }
+    return true;
   }
 
   // Whether the identity pass of `site` (over `init.loops`) may run on every core: the item it
@@ -822,6 +897,8 @@ class Emitter : public CExprEmitter {
   std::optional<RegisterBlock> block_;  // the register block of the nest being emitted
   // Accumulations whose identity is stored before this loop of theirs (init_in_nest).
   std::map<const leir::Loop*, std::vector<const leir::Stmt*>> init_at_;
+  // Accumulations whose register block starts from the identity (init_in_block).
+  std::set<const leir::Stmt*> init_in_block_;
 };
 
 }  // namespace
