@@ -45,8 +45,12 @@ CopyProducer copy_producer(const leir::Program& p, size_t item) {
   if (n.body.size() != 1 || !n.body[0].is_stmt()) return CopyProducer::None;
   const leir::ExprPtr& e = n.body[0].stmt.rhs;
   if (e->is_access()) return CopyProducer::Plain;
+  // The literal may be negated: a max pool pads with -inf, which parses as -(inf).
+  auto literal = [](const leir::ExprPtr& x) {
+    return x->is_number() || (x->kind == leir::ExprKind::Unary && x->args[0]->is_number());
+  };
   const bool padded = e->kind == leir::ExprKind::Call && e->func == leir::Func::IfThenElse && e->args.size() == 3 &&
-                      e->args[1]->is_access() && e->args[2]->is_number();
+                      e->args[1]->is_access() && literal(e->args[2]);
   return padded ? CopyProducer::Padded : CopyProducer::None;
 }
 
@@ -372,9 +376,11 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
     }
   }
   // Accumulations vectorized along their unit-stride output loop (no register block), then the
-  // other heavy nests annotated.
-  {
+  // other heavy nests annotated; with `inlined`, after the copy producers are inlined (none: no
+  // chain).
+  auto vectorized_accumulations = [&](bool inlined) {
     ChainBuilder b(root, max_steps);
+    if (inlined && !inline_copies(b)) return;
     bool any = false;
     for (size_t item = 0; item < b.program().body.size(); ++item) any |= vectorize_accumulation(b, item);
     if (any) {
@@ -384,17 +390,23 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       annotate_heavy_rest(b, vectorized);
       keep(b);
     }
-  }
+  };
+  vectorized_accumulations(false);
   // The copy producers (a convolution's padded input) inlined: the consumer reads the source
   // through the producer's condition and no copy is made; the CPU lowering splits its rows and
   // columns around that condition (lower/cpu/partition.h). Alone first (a depthwise convolution
-  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then
-  // before each register tiling. Last, so the chains above keep their order (and programs without
-  // such a producer get no more chains).
+  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then with
+  // the accumulations vectorized, then before each register tiling. Last, so the chains above
+  // keep their order (and programs without such a producer get no more chains).
   {
     ChainBuilder b(root, max_steps);
     if (inline_copies(b)) keep(b);
   }
+  // The accumulations vectorized after inlining: a max pool's window (C = max(C, if_then_else(
+  // inside, A[2c+f-1, 2d+g-1], -inf))) then runs its window loops outside the vectorized output
+  // row and reads the source directly, with no padded copy (no block to tile: a window's outputs
+  // share no operand).
+  vectorized_accumulations(true);
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
     if (!inline_copies(b)) break;

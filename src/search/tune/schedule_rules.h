@@ -28,7 +28,8 @@
 //  * last, when the program has copy producers (a nest of one statement that copies an element,
 //    possibly under a condition with a literal otherwise: a convolution's zero-padded input):
 //    the copies inlined into their consumers (compute_inline; MetaSchedule's AutoInline of a
-//    pad) alone, then before each register tiling.
+//    pad) alone, then before the vectorized accumulations (a max pool's window loops outside its
+//    vectorized output row), then before each register tiling.
 // "parallel" over a nest whose loops already run on every core (a B loop) adds nothing: the
 // chains that follow a tiling parallelize only nests with no parallel loop.
 #pragma once
@@ -55,9 +56,9 @@ std::vector<char> heaviest(const std::vector<int64_t>& work);
 
 // Whether top-level item `item` of `p` is a nest of one statement that copies an element (Plain),
 // or copies it under a condition with a literal otherwise (Padded: a zero-padded copy
-// E = if_then_else(inside, A[c-1], 0)). Inlined into its consumers (MetaSchedule's AutoInline of
-// a pad) such a copy costs a comparison per read and saves its own pass over memory and its
-// intermediate.
+// E = if_then_else(inside, A[c-1], 0), or a max pool's -inf-padded one). Inlined into its
+// consumers (MetaSchedule's AutoInline of a pad) such a copy costs a comparison per read and
+// saves its own pass over memory and its intermediate.
 enum class CopyProducer { None, Plain, Padded };
 CopyProducer copy_producer(const leir::Program& p, size_t item);
 
