@@ -404,8 +404,8 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   }
   // The accumulations vectorized after inlining: a max pool's window (C = max(C, if_then_else(
   // inside, A[2c+f-1, 2d+g-1], -inf))) then runs its window loops outside the vectorized output
-  // row and reads the source directly, with no padded copy (no block to tile: a window's outputs
-  // share no operand).
+  // row and reads the source directly, with no padded copy (a pool has no weights for a register
+  // block to reuse).
   vectorized_accumulations(true);
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
