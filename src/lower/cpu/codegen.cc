@@ -117,27 +117,26 @@ inline int32_t steptp_key(float x) { int32_t b; std::memcpy(&b, &x, 4); return b
 inline int64_t steptp_key(double x) { int64_t b; std::memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL); }
 inline float steptp_unkey(int32_t k) { k ^= (k >> 31) & 0x7fffffff; float x; std::memcpy(&x, &k, 4); return x; }
 inline double steptp_unkey(int64_t k) { k ^= (k >> 63) & 0x7fffffffffffffffLL; double x; std::memcpy(&x, &k, 8); return x; }
-// max/min that propagate NaN from either side (std::fmax would drop it); -0 < +0. Branch-free,
-// so that loops of clamps (relu6, hardtanh, ...) and pooling windows vectorize without
-// if-conversion: the bits of the larger (smaller) operand by a float comparison; where the
-// operands compare equal (the same value, or -0 and +0) the AND (OR) of their bits, which is +0
-// (-0) for two zeros and the value itself otherwise; a quiet NaN's bits OR-ed in when either is
-// NaN. Fewer vector operations than the order keys (docs/vector-math.md: a 3x3 max pool).
+// The bits of a quiet NaN when x is NaN, else 0 (OR-ed into any value, they make it NaN).
+inline int32_t steptp_nan_bits(float x) {
+  int32_t b; std::memcpy(&b, &x, 4); return -static_cast<int32_t>((b & 0x7fffffff) > 0x7f800000) & 0x7fc00000;
+}
+inline int64_t steptp_nan_bits(double x) {
+  int64_t b; std::memcpy(&b, &x, 8);
+  return -static_cast<int64_t>((b & 0x7fffffffffffffffLL) > 0x7ff0000000000000LL) & 0x7ff8000000000000LL;
+}
+// max/min that propagate NaN from either side (std::fmax would drop it); -0 < +0. Branch-free
+// (integer max/min of the keys, NaN bits OR-ed in), so that loops of clamps (relu6, hardtanh,
+// ...) vectorize without if-conversion.
 template <class T> inline T steptp_extremum(T a, T b, bool larger) {
-  using I = decltype(steptp_key(a));
-  I x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const I take_a = -static_cast<I>(larger ? a > b : a < b);
-  const I equal = -static_cast<I>(a == b);
-  const I unordered = -static_cast<I>(__builtin_isunordered(a, b));
-  const I quiet_nan = sizeof(I) == 4 ? I(0x1ff) << 22 : I(0xfff) << (sizeof(I) * 8 - 13);  // 0x7fc00000, 0x7ff8...0
-  I r = (take_a & x) | (~take_a & y);
-  r = (equal & (larger ? x & y : x | y)) | (~equal & r);
-  r |= unordered & quiet_nan;
-  T out;
-  std::memcpy(&out, &r, sizeof out);
-  return out;
+  auto ka = steptp_key(a), kb = steptp_key(b);
+  auto k = (ka > kb) == larger ? ka : kb;
+  decltype(k) bits;
+  T r = steptp_unkey(k);
+  std::memcpy(&bits, &r, sizeof bits);
+  bits |= steptp_nan_bits(a) | steptp_nan_bits(b);
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
 }
 template <class T> inline T steptp_max(T a, T b) { return steptp_extremum(a, b, true); }
 template <class T> inline T steptp_min(T a, T b) { return steptp_extremum(a, b, false); }
