@@ -376,11 +376,9 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
     }
   }
   // Accumulations vectorized along their unit-stride output loop (no register block), then the
-  // other heavy nests annotated; with `inlined`, after the copy producers are inlined (none: no
-  // chain).
-  auto vectorized_accumulations = [&](bool inlined) {
+  // other heavy nests annotated.
+  {
     ChainBuilder b(root, max_steps);
-    if (inlined && !inline_copies(b)) return;
     bool any = false;
     for (size_t item = 0; item < b.program().body.size(); ++item) any |= vectorize_accumulation(b, item);
     if (any) {
@@ -390,23 +388,19 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
       annotate_heavy_rest(b, vectorized);
       keep(b);
     }
-  };
-  vectorized_accumulations(false);
+  }
   // The copy producers (a convolution's padded input) inlined: the consumer reads the source
   // through the producer's condition and no copy is made; the CPU lowering splits its rows and
   // columns around that condition (lower/cpu/partition.h). Alone first (a depthwise convolution
-  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then with
-  // the accumulations vectorized, then before each register tiling. Last, so the chains above
-  // keep their order (and programs without such a producer get no more chains).
+  // keeps the root's loops, whose 3x3 window GCC unrolls and vectorizes along the row), then
+  // before each register tiling. Last, so the chains above keep their order (and programs without
+  // such a producer get no more chains). Not before the vectorized accumulations: for a max pool
+  // (its -inf pad inlined, window loops outside the vectorized row) that ran 1.50-1.58 ms against
+  // 1.10-1.21 with the copy kept, one thread (docs/tune.md, "Limits").
   {
     ChainBuilder b(root, max_steps);
     if (inline_copies(b)) keep(b);
   }
-  // The accumulations vectorized after inlining: a max pool's window (C = max(C, if_then_else(
-  // inside, A[2c+f-1, 2d+g-1], -inf))) then runs its window loops outside the vectorized output
-  // row and reads the source directly, with no padded copy (a pool has no weights for a register
-  // block to reuse).
-  vectorized_accumulations(true);
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
     if (!inline_copies(b)) break;

@@ -28,8 +28,7 @@
 //  * last, when the program has copy producers (a nest of one statement that copies an element,
 //    possibly under a condition with a literal otherwise: a convolution's zero-padded input):
 //    the copies inlined into their consumers (compute_inline; MetaSchedule's AutoInline of a
-//    pad) alone, then before the vectorized accumulations (a max pool's window loops outside its
-//    vectorized output row), then before each register tiling.
+//    pad) alone, then before each register tiling.
 // "parallel" over a nest whose loops already run on every core (a B loop) adds nothing: the
 // chains that follow a tiling parallelize only nests with no parallel loop.
 #pragma once
