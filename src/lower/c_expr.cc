@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "lower/index_expr.h"
 #include "ir/leir/ir_mutator.h"
 #include "ir/leir/printer.h"
@@ -64,7 +66,47 @@ std::string CExprEmitter::flat(const ExprPtr& access) const {
   return s;
 }
 
+namespace {
+// The floating compute type of everything `e` reads: double when anything is f64 or nothing is
+// floating, float otherwise.
+void note_float_kinds(const leir::ExprPtr& e, const leir::TensorTable& table, bool& any_f64, bool& any_float) {
+  leir::for_each_expr(e, [&](const leir::Expr& n) {
+    if (!n.is_access()) return;
+    leir::DType d = table.at(n.tensor).dtype;
+    any_f64 |= d == leir::DType::F64;
+    any_float |= leir::is_floating(d);
+  });
+}
+
+// Whether `e` is an integer value built as integer_valued (c_expr.h) allows.
+bool integer_value_expr(const ExprPtr& e, const leir::TensorTable& table) {
+  switch (e->kind) {
+    case ExprKind::Number:
+      return std::isfinite(e->value) && e->value == std::trunc(e->value) && std::abs(e->value) < 0x1p53;
+    case ExprKind::IndexVar: return true;
+    case ExprKind::Access: return !leir::is_floating(table.at(e->tensor).dtype);
+    case ExprKind::Call:
+      if (e->func == leir::Func::IfThenElse)
+        return integer_value_expr(e->args[1], table) && integer_value_expr(e->args[2], table);
+      if (e->func != leir::Func::Min && e->func != leir::Func::Max) return false;
+      for (const auto& a : e->args)
+        if (!integer_value_expr(a, table)) return false;
+      return true;
+    default: return false;
+  }
+}
+}  // namespace
+
 std::string CExprEmitter::cond(const ExprPtr& e) const {
+  if (ct_ == "int64_t") {  // an integer-valued statement: its conditions compare in their own type
+    bool any_f64 = false, any_float = false;
+    note_float_kinds(e, table_, any_f64, any_float);
+    const std::string saved = ct_;
+    ct_ = (any_f64 || !any_float) ? "double" : "float";
+    std::string c = cond(e);
+    ct_ = saved;
+    return c;
+  }
   if (e->kind == ExprKind::Compare) {
     std::string s;
     for (size_t i = 0; i < e->cmp_ops.size(); ++i)
@@ -124,15 +166,13 @@ std::string CExprEmitter::value(const ExprPtr& e) const {
 std::string CExprEmitter::compute_type(const leir::Stmt& s, bool all_f64) const {
   if (all_f64) return "double";
   bool any_f64 = false, any_float = false;
-  auto look = [&](const leir::Expr& n) {
-    if (!n.is_access()) return;
-    leir::DType d = table_.at(n.tensor).dtype;
-    any_f64 |= d == leir::DType::F64;
-    any_float |= leir::is_floating(d);
-  };
-  leir::for_each_expr(s.lhs, look);
-  leir::for_each_expr(s.rhs, look);
+  note_float_kinds(s.lhs, table_, any_f64, any_float);
+  note_float_kinds(s.rhs, table_, any_f64, any_float);
   return (any_f64 || !any_float) ? "double" : "float";
+}
+
+bool CExprEmitter::integer_valued(const leir::Stmt& s) const {
+  return leir::is_integer(table_.at(s.lhs->tensor).dtype) && integer_value_expr(s.rhs, table_);
 }
 
 }  // namespace steptp::backend

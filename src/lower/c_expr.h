@@ -44,6 +44,14 @@ class CExprEmitter {
   // double when anything is f64 (or `all_f64`) or nothing is floating (integer programs follow
   // the real-valued semantics); float otherwise.
   std::string compute_type(const leir::Stmt& s, bool all_f64 = false) const;
+  // Whether `s` stores into an integer tensor a value made only of integers (integer tensors,
+  // loop variables, integral literals) through min, max and if_then_else, whatever its conditions
+  // compare: argmax's C = min(C, if_then_else(A >= D, a, 256)). Such a value is exact in int64
+  // (as in the real-valued semantics), where the float compute type would round integers above
+  // 2^24 and convert every element to float and back, which kept the loop slow. A target that
+  // computes it as "int64_t" needs int64 overloads of its min/max/select; conditions keep their
+  // own floating type (cond).
+  bool integer_valued(const leir::Stmt& s) const;
 
  protected:
   [[noreturn]] virtual void fail(const leir::SourceLoc& loc, RejectionCode code, const std::string& msg) const = 0;
@@ -52,7 +60,9 @@ class CExprEmitter {
   virtual std::optional<std::string> access_condition(const leir::ExprPtr&) const { return std::nullopt; }
 
   leir::TensorTable table_;
-  std::string ct_ = "double";  // compute type of the statement being emitted
+  // Compute type of the statement being emitted; cond() switches it to the condition's own
+  // floating type while it spells the condition of an integer-valued statement.
+  mutable std::string ct_ = "double";
 
  private:
   CSpelling sp_;

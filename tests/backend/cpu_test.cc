@@ -512,6 +512,33 @@ B^{4000}_{tx=0}[O^{i64,g}=O^{i64,g}+(A^{f64,g}_{tx}>0);];
   EXPECT_EQ(compare_values(prog->run(in), interp::run_program(p, in), kAtolF64, kRtolF64), "");
 }
 
+TEST(CpuBackend, AnIntegerValuedStatementComputesInInt64AndComparesInFloat) {
+  // argmax's index pass in small: an i64 extremum of integers (an i64 tensor, the loop index)
+  // chosen by a comparison of f32 values. Computed in the statement's float type, K's odd values
+  // above 2^24 rounded to even ones (and every element went to float and back); computed in
+  // int64 they are exact. The comparison stays in float: A = 0.5 >= D = 0.25 must hold, which it
+  // would not with A and D truncated to integers.
+  auto p = parse(R"(input A: f32[3,4]
+input D: f32[3]
+input K: i64[3,4]
+output C: i64[3]
+B^{3}_{tx=0}L^{4}_{a=0}[
+  C^{i64,g}_{tx}=max(C^{i64,g}_{tx},if_then_else(A^{f32,g}_{tx,a}>=D^{f32,g}_{tx},K^{i64,g}_{tx,a},a));
+];
+)");
+  TempDir dir("cpu-int");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto prog = build_cpu_program(p, {}, &cc);
+  const std::vector<double> k = {16777217, 16777219, 16777221, 16777223, 33554435, 33554437,
+                                 33554439, 33554441, 5,        6,        7,        8};
+  leir::TensorMap in{{"A", {leir::DType::F32, {3, 4}, {0.5, 0.5, 0.5, 0, 0, 0.5, 0, 0, 0, 0, 0, 0}}},
+                     {"D", {leir::DType::F32, {3}, {0.25, 0.25, 1}}},
+                     {"K", {leir::DType::I64, {3, 4}, k}}};
+  // Row 0: the largest K with A >= D is 16777221; row 1: 33554437; row 2: no A >= D, the index 3.
+  EXPECT_EQ(prog->run(in).at("C").data, (std::vector<double>{16777221, 33554437, 3}));
+  EXPECT_EQ(compare_values(prog->run(in), interp::run_program(p, in), 0, 0), "");
+}
+
 TEST(CpuBackend, ReusedBuffersStartAsFreshOnes) {
   // Two programs with the same buffers (2 MiB + 1 MiB: pooled sizes); the second writes only the
   // first half of its outputs. After the first has filled every element, the second's unwritten

@@ -185,6 +185,42 @@ TEST_P(VectorMath, EdgeInputsMatchInterpreterInVAndPlainLoops) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, VectorMath, ::testing::Values(leir::DType::F32, leir::DType::F64),
                          [](const auto& info) { return std::string(leir::to_string(info.param)); });
 
+TEST_P(VectorMath, MaxAndMinOrderTheZerosAndPropagateNaNFromEitherSide) {
+  // The sweep above compares zeros by value; here their signs count: max(-0, +0) = +0 and
+  // min = -0 in either order, and a NaN on either side gives NaN, in V loops (the vector body,
+  // every lane position) and plain ones alike.
+  const leir::DType d = GetParam();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::pair<double, double>> pairs = {{-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0}, {0.0, 0.0},
+                                                        {nan, 1.0},  {1.0, nan},  {nan, -0.0},  {3.0, -2.0}};
+  const int64_t n = 64;
+  leir::TensorValue x{d, {n}, {}}, y{d, {n}, {}};
+  for (int64_t i = 0; i < n; ++i) {
+    x.data.push_back(pairs[size_t(i) % pairs.size()].first);
+    y.data.push_back(pairs[size_t(i) % pairs.size()].second);
+  }
+  const leir::TensorMap in{{"X", x}, {"Y", y}};
+  TempDir dir(fmt::format("cpu-extremum-{}", leir::to_string(d)));
+  KernelCompiler cc({.cache_dir = dir.path});
+  for (const char* f : {"max", "min"})
+    for (char loop : {'V', 'L'}) {
+      SCOPED_TRACE(fmt::format("{} {} loop", f, loop));
+      auto got = build_cpu_program(function_program({fmt::format("{}(X,Y)", f), ""}, d, n, loop), {}, &cc)->run(in);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto [a, b] = pairs[size_t(i) % pairs.size()];
+        const double v = got.at("D").data[size_t(i)];
+        if (std::isnan(a) || std::isnan(b)) {
+          EXPECT_TRUE(std::isnan(v)) << i;
+          continue;
+        }
+        const bool larger = f[1] == 'a';
+        const double want = a == b ? (larger == std::signbit(a) ? b : a) : (larger == (a > b) ? a : b);
+        EXPECT_EQ(v, want) << i;
+        EXPECT_EQ(std::signbit(v), std::signbit(want)) << i << ": " << a << ", " << b;
+      }
+    }
+}
+
 TEST(VectorMathCompiler, ScalarLoweringHasItsOwnCacheKeyAndNoVectorCalls) {
   TempDir dir("cpu-vecmath-key");
   KernelCompiler vec({.cache_dir = dir.path});

@@ -17,6 +17,7 @@
 #include "search/tune/cost_model.h"
 #include "search/tune/schedule_rules.h"
 #include "search/tune/search_strategy.h"
+#include "search/tune/task.h"
 #include "search/tune/tuner.h"
 #include "ir/verify/verifier.h"
 #include "front/workloads/workload.h"
@@ -315,6 +316,31 @@ TEST(ScheduleRules, APaddedInputIsInlinedIntoTheConvolutionThenTiled) {
   // A program without a copy producer gets no such chain.
   for (const auto& c : chains_on_avx512(gemm_with_epilogue(64, 48, 64, "L")))
     EXPECT_NE(c.front().step.strategy, "compute_inline");
+}
+
+TEST(ScheduleRules, AMaxPoolsMinusInfPadIsAPaddedCopyGroupedWithThePoolAndInlined) {
+  // max_pool_2d as the workloads emit it: a copy padded with -inf, which parses as the negated
+  // literal -(inf), then a 3 x 3 stride-2 window max. The copy is a padded copy like a
+  // convolution's zero pad: one task with the pool, and a chain inlines it (the pool then reads A
+  // through the pad's condition), which replays and verifies.
+  const leir::Program root = leir::program_from_text(
+      "input A: f32[2,4,16,16]\noutput C: f32[2,4,8,8]\n"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{18}_{c=0}L^{18}_{d=0}[D^{f32,g}_{tx,a,c,d}=if_then_else(1<=c<17&1<=d<17,"
+      "A^{f32,g}_{tx,a,c-1,d-1},-inf);];"
+      "B^{2}_{tx=0}L^{4}_{a=0}L^{8}_{c=0}L^{8}_{d=0}L^{3}_{f=0}L^{3}_{g=0}[C^{f32,g}_{tx,a,c,d}="
+      "max(C^{f32,g}_{tx,a,c,d},D^{f32,g}_{tx,a,c*2+f,d*2+g});];",
+      "max_pool.leir");
+  EXPECT_EQ(copy_producer(root, 0), CopyProducer::Padded);
+  const auto groups = item_groups(root);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 2);
+  const auto chains = chains_on_avx512(root);
+  const RuleChain* inlined = nullptr;
+  for (const auto& c : chains)
+    if (c.size() == 1 && c.front().step.strategy == "compute_inline") inlined = &c;
+  ASSERT_NE(inlined, nullptr);
+  ASSERT_EQ(inlined->back().program.body.size(), 1u);  // no copy left
+  expect_replays_and_verifies(root, *inlined, 9);
 }
 
 TEST(ScheduleRules, AnAccumulationThatDoesNotDivideIntoBlocksIsVectorizedAlongItsOutputRow) {

@@ -152,6 +152,14 @@ template <class T> inline T steptp_select(bool c, T a, T b) {
   std::memcpy(&out, &r, sizeof out);
   return out;
 }
+// The same on int64, for integer-valued statements (c_expr.h integer_valued: argmax's index
+// min): plain comparisons, which GCC turns into vector min/max and blends.
+inline int64_t steptp_max(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t steptp_min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t steptp_select(bool c, int64_t a, int64_t b) {
+  int64_t m = -static_cast<int64_t>(c);
+  return (m & a) | (~m & b);
+}
 template <class T> inline T steptp_sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 template <class T> inline T steptp_rsqrt(T x) { return T(1) / std::sqrt(x); }
 inline float steptp_round_f16(double x) { return static_cast<float>(static_cast<_Float16>(x)); }
@@ -193,7 +201,13 @@ std::string fmt_float(double d) {
   return v < 0 ? "(" + s + ")" : s;
 }
 
-std::string cpu_literal(double v, const std::string& ct) { return ct == "double" ? fmt_double(v) : fmt_float(v); }
+std::string cpu_literal(double v, const std::string& ct) {
+  if (ct == "int64_t") {  // an integer-valued statement: integral literals, ±inf as an identity
+    if (std::isinf(v)) return v > 0 ? "std::numeric_limits<int64_t>::max()" : "std::numeric_limits<int64_t>::lowest()";
+    return fmt::format("int64_t({})", static_cast<int64_t>(v));
+  }
+  return ct == "double" ? fmt_double(v) : fmt_float(v);
+}
 
 const CSpelling kCpuSpelling = {
     cpu_literal,
@@ -378,7 +392,8 @@ class Emitter : public CExprEmitter {
   }
 
   void emit_stmt(const leir::Stmt& s) {
-    ct_ = compute_type(s, o_.all_f64);
+    // The all-f64 verification build keeps every statement in double.
+    ct_ = !o_.all_f64 && integer_valued(s) ? "int64_t" : compute_type(s, o_.all_f64);
     const std::string& x = s.lhs->tensor;
     DType declared = table_.at(x).dtype;
     if (plan_.tracked.count(x)) {

@@ -55,9 +55,9 @@ std::vector<char> heaviest(const std::vector<int64_t>& work);
 
 // Whether top-level item `item` of `p` is a nest of one statement that copies an element (Plain),
 // or copies it under a condition with a literal otherwise (Padded: a zero-padded copy
-// E = if_then_else(inside, A[c-1], 0)). Inlined into its consumers (MetaSchedule's AutoInline of
-// a pad) such a copy costs a comparison per read and saves its own pass over memory and its
-// intermediate.
+// E = if_then_else(inside, A[c-1], 0), or a max pool's -inf-padded one). Inlined into its
+// consumers (MetaSchedule's AutoInline of a pad) such a copy costs a comparison per read and
+// saves its own pass over memory and its intermediate.
 enum class CopyProducer { None, Plain, Padded };
 CopyProducer copy_producer(const leir::Program& p, size_t item);
 
