@@ -200,7 +200,7 @@ class Panel:
         for row in order:
             if "error" in row:
                 continue
-            jobs = [("steptp", self.time_steptp)]
+            jobs = [("steptp", lambda r: self.time_steptp(r, rnd))]
             if self.torch:
                 jobs.append(("torch", self.time_torch))
             if row.get("ms_dir"):
@@ -215,14 +215,15 @@ class Panel:
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                     row.setdefault("timing_errors", []).append(f"round {rnd + 1} {what}: {e}")
 
-    def time_steptp(self, row):
+    def time_steptp(self, row, rnd):
         # Naive and best each alone, in a process of its own, as every other contender is timed:
         # interleaved run by run with the naive program (`bench --against`), half of the best's
         # runs followed a naive run of up to 140 ms, which cost a small kernel 4-18 % on 2 threads
         # and 6-25 % on one (batched matmul: 0.161-0.181 ms interleaved vs 0.153-0.161 ms alone,
-        # same binary and session). The pair's order alternates over the rounds like the contenders'.
+        # same binary and session). The pair's order alternates over the rounds like the contenders'
+        # (by the round, so a failed run does not shift it).
         sides = [("naive", row["program"]), ("best", row["best"])]
-        if len(row["times"].get("best", [])) % 2:
+        if rnd % 2:
             sides.reverse()
         for key, program in sides:
             j, _ = run_json([self.a.steptp, "bench", program, "--threads", str(self.a.threads), "--min-time",

@@ -493,6 +493,23 @@ TEST(CpuBackend, ARegisterBlockVisitedOnceStartsFromTheIdentity) {
   EXPECT_EQ(compare_values(blocked, interp::run_program(p, in), kAtolF32, kRtolF32), "");
 }
 
+TEST(CpuBackend, AParallelLoopOfOneIterationTakesNoReductionClause) {
+  // A bound loop of one iteration that no subscript names (a batch of one) around a register block
+  // of a max accumulation: the block starts from the identity (the loop moves nothing), so the
+  // loop must not carry a reduction clause, whose private copies OpenMP would fold into an output
+  // that was never set to -inf (max(0, x) for every negative x).
+  const auto p = parse(
+      "input A: f32[8,6]\ninput G: f32[6,8]\noutput C: f32[8,8]\n"
+      "B^{1}_{b=0}L^{2}_{a=0}L^{6}_{d=0}U^{4}_{h=0}V^{8}_{g=0}[C^{f32,g}_{a*4+h,g}="
+      "max(C^{f32,g}_{a*4+h,g},A^{f32,g}_{a*4+h,d}*G^{f32,g}_{d,g});];");
+  const std::string code = generate_cpu_kernel(p, {}).code;
+  EXPECT_EQ(occurrences(code, "reduction(steptp_max:t_C"), 0) << code;
+  TempDir dir("cpu-one-iteration");
+  KernelCompiler cc({.cache_dir = dir.path});
+  auto in = interp::generate_inputs(p, 5);
+  EXPECT_EQ(compare_values(build_cpu_program(p, {}, &cc)->run(in), interp::run_program(p, in), kAtolF32, kRtolF32), "");
+}
+
 TEST(CpuBackend, ParallelReductionAcrossBoundLoop) {
   // B loop accumulating into a scalar (the public nll_loss form), int and float, + and max.
   auto p = parse(R"(input A: f64[4000]

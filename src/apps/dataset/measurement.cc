@@ -197,7 +197,8 @@ std::string noise_verdict(const Interval& ci) {
 // Why (measurement.h has what): steps after the best state made the program slower again, and
 // a path that never gets confirmed faster than its root teaches no way forward. A step missing
 // from the path (its comparison with its parent failed or stayed noisy: often a neutral step such
-// as a loop_split, whose interval reaches both sides of the threshold) does not end the path:
+// as a loop_split, whose interval reaches both sides of the threshold; or the filter dropped its
+// record, e.g. as a duplicate) does not end the path:
 // every kept record carries its own comparison of its parent with the root, and ending at the gap
 // had recorded batched_matmul's best as 3.2x although its path reached 13.4x, measured.
 int trim_path_tail(json& records, std::vector<size_t>& src, double threshold) {

@@ -110,10 +110,10 @@ std::string noise_verdict(const Interval& ci);
 bool informative(const Interval& ci, double threshold);
 
 // Tuned paths end at their best state: over the path's steps whose records measurement kept
-// (a step whose comparison failed or stayed noisy leaves a gap, not an end), the first with the
-// largest speedup over the root; a path whose best state is not confirmed
-// `threshold` faster than the root (the lower bound of ratio_ci of its comparison with the root,
-// cost.vs_root) is dropped whole (it teaches no way forward). The records of
+// (a step whose comparison failed or stayed noisy, or whose record the filter dropped, leaves a
+// gap, not an end), the first with the largest speedup over the root; a path whose best state is
+// not confirmed `threshold` faster than the root (the lower bound of ratio_ci of its comparison
+// with the root, cost.vs_root) is dropped whole (it teaches no way forward). The records of
 // one root (`records`, after measurement) lose the single-answer records of path steps after the
 // end, multi-answer sets keep those answers as plain alternatives, and kept path steps say the
 // shorter length and the end's speedup over the root (path.of, path.speedup_vs_root: the end

@@ -612,16 +612,20 @@ class Emitter : public CExprEmitter {
       return false;
     };
     for (const auto& o : plan_.stmts) {
-      if (o.item != site.item || o.stmt == &s) continue;
-      bool touches = false;
-      for (const auto& side : {o.stmt->lhs, o.stmt->rhs})
-        leir::for_each_expr(side, [&](const Expr& e) { touches |= e.is_access() && e.tensor == x; });
-      if (!touches) continue;
+      if (o.item != site.item || o.stmt == &s || !touches_tensor(*o.stmt, x)) continue;
       if (!plan_.accum.count(o.stmt) || !leir::equal(o.stmt->lhs, s.lhs) || !alone_with_its_target(*o.stmt, {o.stmt}) ||
           !disjoint(o))
         return nullptr;
     }
     return loops[r];
+  }
+
+  // Whether `s` reads or writes tensor `x`.
+  static bool touches_tensor(const leir::Stmt& s, const std::string& x) {
+    bool touches = false;
+    for (const auto& side : {s.lhs, s.rhs})
+      leir::for_each_expr(side, [&](const Expr& e) { touches |= e.is_access() && e.tensor == x; });
+    return touches;
   }
 
   // The nest whose body holds `s` directly, inside `items` (nullptr: none does).
@@ -686,13 +690,8 @@ class Emitter : public CExprEmitter {
       if (l->extent > 1 && std::none_of(subs->begin(), subs->end(), [&](const auto& a) { return a.uses(l->var); }))
         return false;
     if (!mixed_radix_injective(*subs, moving)) return false;
-    for (const auto& o : plan_.stmts) {
-      if (o.item != site.item || o.stmt == &s) continue;
-      bool touches = false;
-      for (const auto& side : {o.stmt->lhs, o.stmt->rhs})
-        leir::for_each_expr(side, [&](const Expr& e) { touches |= e.is_access() && e.tensor == s.lhs->tensor; });
-      if (touches) return false;
-    }
+    for (const auto& o : plan_.stmts)
+      if (o.item == site.item && o.stmt != &s && touches_tensor(*o.stmt, s.lhs->tensor)) return false;
     return true;
   }
 
@@ -755,6 +754,9 @@ class Emitter : public CExprEmitter {
     for (const auto* s : stmts) {
       bool covers = true;
       for (const auto* l : run) {
+        // One iteration races with nothing (and init_in_block takes such a loop to move nothing:
+        // a reduction clause here would fold private copies into an output never set to the identity).
+        if (l->extent <= 1) continue;
         bool m = false;
         for (const auto& ix : s->lhs->args) m |= mentions_var(ix, l->var);
         covers &= m;

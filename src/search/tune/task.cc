@@ -118,8 +118,8 @@ std::vector<TaskUse> item_groups(const leir::Program& p) {
     const int lo = *std::min_element(w.begin(), w.end()), hi = *std::max_element(w.begin(), w.end());
     reach[size_t(lo)] = std::max(reach[size_t(lo)], hi);
   }
-  // A zero-padded copy of an intermediate goes with the items that read it (TVM fuses a pad into
-  // the convolution's function): inlining it into the convolution (compute_inline, the schedule
+  // A padded copy (zeros, or a max pool's -inf) of an intermediate goes with the items that read
+  // it (TVM fuses a pad into the convolution's function): inlining it into the convolution (compute_inline, the schedule
   // rules' last chains, which the CPU lowering's loop partitioning makes pay) is then a step
   // inside one task; a task boundary between them would keep the copy for good. A plain copy (a
   // transpose, attention's head split) stays apart: inlined into a product it makes the
