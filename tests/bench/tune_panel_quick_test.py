@@ -13,6 +13,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def program_text(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["leir"]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steptp", required=True)
@@ -28,6 +33,8 @@ def main():
             return 77
         assert r.returncode == 0, f"tune_panel exited {r.returncode}"
         res = json.load(open(os.path.join(out, "panel.json"), encoding="utf-8"))
+        kept_root = {r["label"]: program_text(r["program"]) == program_text(r["best"]) for r in res["rows"]
+                     if r.get("best")}
     failures = []
 
     def check(cond, what):
@@ -42,6 +49,10 @@ def main():
         m = row.get("median_ms", {})
         check(m.get("naive", 0) > 0 and m.get("best", 0) > 0, f"{label}: naive/best times {m}")
         check(len(row["times"].get("best", [])) == 2, f"{label}: two interleaved rounds expected")
+        # A kept root is one program in both slots: one pooled median, x naive exactly 1.
+        check(bool(row.get("best_is_root")) == kept_root.get(label), f"{label}: best_is_root {row.get('best_is_root')}")
+        if kept_root.get(label):
+            check(m.get("naive") == m.get("best") and row.get("speedup_vs_naive") == 1.0, f"{label}: kept root {m}")
         check(row.get("ours", {}).get("trials") == 4, f"{label}: 4 tune trials expected")
         if os.path.exists(os.path.join(ROOT, "bench", "baselines", "torch_eager.py")):
             check(m.get("torch", 0) > 0, f"{label}: no PyTorch eager time")
