@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <initializer_list>
 
 #include "lower/index_expr.h"
 #include "ir/leir/ir_mutator.h"
@@ -67,15 +68,18 @@ std::string CExprEmitter::flat(const ExprPtr& access) const {
 }
 
 namespace {
-// The floating compute type of everything `e` reads: double when anything is f64 or nothing is
+// The floating compute type of the tensors `exprs` access: double when any is f64 or none is
 // floating, float otherwise.
-void note_float_kinds(const leir::ExprPtr& e, const leir::TensorTable& table, bool& any_f64, bool& any_float) {
-  leir::for_each_expr(e, [&](const leir::Expr& n) {
-    if (!n.is_access()) return;
-    leir::DType d = table.at(n.tensor).dtype;
-    any_f64 |= d == leir::DType::F64;
-    any_float |= leir::is_floating(d);
-  });
+std::string floating_compute_type(std::initializer_list<leir::ExprPtr> exprs, const leir::TensorTable& table) {
+  bool any_f64 = false, any_float = false;
+  for (const auto& e : exprs)
+    leir::for_each_expr(e, [&](const leir::Expr& n) {
+      if (!n.is_access()) return;
+      leir::DType d = table.at(n.tensor).dtype;
+      any_f64 |= d == leir::DType::F64;
+      any_float |= leir::is_floating(d);
+    });
+  return (any_f64 || !any_float) ? "double" : "float";
 }
 
 // Whether `e` is an integer value built as integer_valued (c_expr.h) allows.
@@ -99,10 +103,8 @@ bool integer_value_expr(const ExprPtr& e, const leir::TensorTable& table) {
 
 std::string CExprEmitter::cond(const ExprPtr& e) const {
   if (ct_ == "int64_t") {  // an integer-valued statement: its conditions compare in their own type
-    bool any_f64 = false, any_float = false;
-    note_float_kinds(e, table_, any_f64, any_float);
     const std::string saved = ct_;
-    ct_ = (any_f64 || !any_float) ? "double" : "float";
+    ct_ = floating_compute_type({e}, table_);
     std::string c = cond(e);
     ct_ = saved;
     return c;
@@ -164,11 +166,7 @@ std::string CExprEmitter::value(const ExprPtr& e) const {
 }
 
 std::string CExprEmitter::compute_type(const leir::Stmt& s, bool all_f64) const {
-  if (all_f64) return "double";
-  bool any_f64 = false, any_float = false;
-  note_float_kinds(s.lhs, table_, any_f64, any_float);
-  note_float_kinds(s.rhs, table_, any_f64, any_float);
-  return (any_f64 || !any_float) ? "double" : "float";
+  return all_f64 ? "double" : floating_compute_type({s.lhs, s.rhs}, table_);
 }
 
 bool CExprEmitter::integer_valued(const leir::Stmt& s) const {

@@ -686,9 +686,7 @@ class Emitter : public CExprEmitter {
     const size_t first = site.loops.size() - leaf->loops.size() + block->first;
     std::vector<const leir::Loop*> moving(site.loops.begin(), site.loops.begin() + long(outer));
     moving.insert(moving.end(), site.loops.begin() + long(first), site.loops.end());
-    for (const auto* l : moving)  // a loop of one iteration (a batch of one) moves nothing and repeats nothing
-      if (l->extent > 1 && std::none_of(subs->begin(), subs->end(), [&](const auto& a) { return a.uses(l->var); }))
-        return false;
+    // Each of them (but loops of one iteration, which repeat nothing) moves exactly one subscript.
     if (!mixed_radix_injective(*subs, moving)) return false;
     for (const auto& o : plan_.stmts)
       if (o.item == site.item && o.stmt != &s && touches_tensor(*o.stmt, s.lhs->tensor)) return false;
