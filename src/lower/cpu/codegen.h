@@ -87,9 +87,10 @@ std::string_view cpu_prelude();
 
 // The revision of the CPU lowering, part of the kernel compiler's identity: bumped whenever a
 // program lowers to different code (2: loop partitioning; 3: an accumulation's identity stored in
-// its nest), so the machine fingerprint of the measurement stores no longer matches timings of
-// kernels the old lowering produced.
-inline constexpr int kCpuLoweringRevision = 3;
+// its nest; 4: a register block starting from the identity, integer-valued statements in int64),
+// so the machine fingerprint of the measurement stores no longer matches timings of kernels the
+// old lowering produced.
+inline constexpr int kCpuLoweringRevision = 4;
 
 // Storage type of a tensor: f16/bf16 are stored as f32 (values rounded to the narrow type on
 // every store); with all_f64 every floating type is stored as f64; bool as one byte.
