@@ -414,6 +414,13 @@ int occurrences(const std::string& code, const std::string& what) {
   return n;
 }
 
+// `text` keeps one identity pass before its item and stores no identity as `marker` says.
+void expect_identity_pass_kept(const std::string& text, const std::string& marker) {
+  const std::string code = generate_cpu_kernel(parse(text), {}).code;
+  EXPECT_EQ(occurrences(code, "// accumulation identity"), 1) << code;
+  EXPECT_EQ(occurrences(code, marker), 0) << code;
+}
+
 TEST(CpuBackend, AnAccumulationVisitedInOneStretchStartsFromTheIdentityInTheNest) {
   // A depthwise convolution with its zero pad inlined, in the root's loops: each output element
   // is accumulated over the trailing window loops f, g, h at one iteration of the loops before
@@ -439,12 +446,8 @@ TEST(CpuBackend, AnAccumulationVisitedInOneStretchStartsFromTheIdentityInTheNest
            "input A: f64[4,10]\nparam W: f64[3]\noutput C: f64[4,8]\noutput E: f64[4,8]\n"
            "B^{4}_{tx=0}L^{8}_{a=0}[L^{3}_{r=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+A^{f64,g}_{tx,a+r}*W^{f64,g}_{r};];"
            "E^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}*2;];",
-       }) {
-    const auto p = parse(text);
-    const std::string kept = generate_cpu_kernel(p, {}).code;
-    EXPECT_EQ(occurrences(kept, "// accumulation identity"), 1) << kept;
-    EXPECT_EQ(occurrences(kept, "// identity, before the reduction"), 0);
-  }
+       })
+    expect_identity_pass_kept(text, "// identity, before the reduction");
   TempDir dir("cpu-init-in-nest");
   KernelCompiler cc({.cache_dir = dir.path});
   auto in = interp::generate_inputs(dw, 13);
@@ -478,11 +481,8 @@ TEST(CpuBackend, ARegisterBlockVisitedOnceStartsFromTheIdentity) {
            "input A: f32[4,8,6]\ninput G: f32[4,6,16]\noutput C: f32[4,8,16]\n"
            "B^{2}_{tx=0}L^{2}_{a=0}L^{2}_{f=0}L^{6}_{d=0}U^{2}_{i=0}U^{4}_{h=0}V^{8}_{g=0}[C^{f32,g}_{tx*2+i,a+h,f*8+g}="
            "C^{f32,g}_{tx*2+i,a+h,f*8+g}+A^{f32,g}_{tx*2+i,a*4+h,d}*G^{f32,g}_{tx*2+i,d,f*8+g};];",
-       }) {
-    const std::string kept = generate_cpu_kernel(parse(text), {}).code;
-    EXPECT_EQ(occurrences(kept, "// accumulation identity"), 1) << kept;
-    EXPECT_EQ(occurrences(kept, "// identity, starts the register block"), 0) << kept;
-  }
+       })
+    expect_identity_pass_kept(text, "// identity, starts the register block");
   EXPECT_EQ(occurrences(generate_cpu_kernel(p, {.register_blocks = false}).code, "// accumulation identity"), 1);
   // The same operations in the same order as the pass and a store per update: the same bits.
   TempDir dir("cpu-init-in-block");
