@@ -5,10 +5,10 @@
 //
 // A cost model that transfers (docs/tune.md): `train` builds the training set from the records of
 // earlier runs (search/tune/training_set.h: a dataset folder, its steps.jsonl or its
-// measurements.sqlite; a tune output folder or its store) on this machine's kind and pre-trains a model for `steptp tune
-// --cost-model FILE`; `eval` reports Kendall tau and top-k recall on held-out workloads
-// (leave-workloads-out folds) beside the analytic prior and a per-root model. Exit 1 on invalid
-// sources (records of another machine kind included), 2 on a bad option.
+// measurements.sqlite; a tune output folder or its store) on this machine's kind and pre-trains a
+// model for `steptp tune --cost-model FILE`; `eval` reports Kendall tau and top-k recall on
+// held-out workloads (leave-workloads-out folds) beside the analytic prior and a per-root model.
+// Exit 1 on invalid sources (records of another machine kind included), 2 on a bad option.
 #include <iostream>
 #include <memory>
 #include <set>

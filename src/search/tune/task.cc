@@ -119,11 +119,12 @@ std::vector<TaskUse> item_groups(const leir::Program& p) {
     reach[size_t(lo)] = std::max(reach[size_t(lo)], hi);
   }
   // A padded copy (zeros, or a max pool's -inf) of an intermediate goes with the items that read
-  // it (TVM fuses a pad into the convolution's function): inlining it into the convolution (compute_inline, the schedule
-  // rules' last chains, which the CPU lowering's loop partitioning makes pay) is then a step
-  // inside one task; a task boundary between them would keep the copy for good. A plain copy (a
-  // transpose, attention's head split) stays apart: inlined into a product it makes the
-  // product's reads strided, and attention's two products stay one task with two uses.
+  // it (TVM fuses a pad into the convolution's function): inlining it into the convolution
+  // (compute_inline, the schedule rules' last chains, which the CPU lowering's loop partitioning
+  // makes pay) is then a step inside one task; a task boundary between them would keep the copy
+  // for good. A plain copy (a transpose, attention's head split) stays apart: inlined into a
+  // product it makes the product's reads strided, and attention's two products stay one task
+  // with two uses.
   for (size_t i = 0; i < p.body.size(); ++i) {
     if (copy_producer(p, i) != CopyProducer::Padded) continue;
     const std::string& t = p.body[i].nest.body[0].stmt.lhs->tensor;
