@@ -366,6 +366,43 @@ TEST(ScheduleRules, AnAccumulationThatDoesNotDivideIntoBlocksIsVectorizedAlongIt
   EXPECT_EQ(loops(p.body[1].nest), "B7 V13 ");
 }
 
+// The loops of top-level nest `item` as kind and extent ("P32 L16 L16 V16 ").
+std::string loop_kinds(const leir::Program& p, size_t item) {
+  std::string k;
+  for (const auto& l : p.body[item].nest.loops) k += fmt::format("{}{} ", leir::to_char(l.kind), l.extent);
+  return k;
+}
+
+TEST(ScheduleRules, ATransposedWeightsCopyIsTiledWithItsUnitStrideLoopVectorized) {
+  // x @ W^T (W a 64 x 96 param read as W[n, k]): each tiling chain transposes W into a copy, and
+  // the copy is tiled lanes x lanes with the copy's rows outside and its unit-stride loop
+  // vectorized, so every vector store fills contiguous elements (as written, each scattered over
+  // a vector's rows: 3.6x slower on the panel's Gemm_ReLU_Divide weight, docs/tune.md).
+  const leir::Program root = leir::program_from_text(
+      "input A: f32[32,96]\nparam W: f32[64,96]\noutput D: f32[32,64]\n"
+      "B^{32}_{tx=0}L^{64}_{a=0}L^{96}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*W^{f32,g}_{a,c};];",
+      "gemm_wt.leir");
+  for (const auto& [chains, lanes] : {std::pair{chains_on_avx512(root), 16}, std::pair{chains_on_avx2(root), 8}}) {
+    int tiled_copies = 0;
+    for (const auto& chain : chains) {
+      if (chain.front().step.strategy != "layout_transformation") continue;
+      ++tiled_copies;
+      std::vector<std::string> first;
+      for (size_t k = 0; k < 5; ++k) first.push_back(chain[k].step.strategy);
+      EXPECT_EQ(first, (std::vector<std::string>{"layout_transformation", "loop_tiling", "loop_reorder",
+                                                 "loop_vectorization", "loop_parallelization"}));
+      const leir::Program& p = chain.back().program;
+      expect_replays_and_verifies(root, chain, 12);
+      // The copy T[k, n] = W[n, k]: tiles over its rows (k) outside, then over n; inside a tile
+      // its k loop, then its unit-stride n loop as the vector.
+      EXPECT_EQ(loop_kinds(p, 0), fmt::format("P{} L{} L{} V{} ", 96 / lanes, 64 / lanes, lanes, lanes));
+      const std::string code = backend::cpu::generate_cpu_kernel(p, {}).code;
+      EXPECT_NE(code.find("#pragma omp simd"), std::string::npos);
+    }
+    EXPECT_GE(tiled_copies, 2) << lanes << " lanes";  // the register tilings and the vectorized accumulation
+  }
+}
+
 TEST(Tuner, TraceReplaysToTheBestProgramAndItVerifies) {
   leir::Program root = root_program();
   FakeRunner fake(root);
