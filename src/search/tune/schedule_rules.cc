@@ -330,6 +330,19 @@ bool register_tile(ChainBuilder& b, size_t& item, const Machine& m, int64_t rows
   return true;
 }
 
+// Register tiling (above) of every heavy top-level accumulation; whether one was tiled. A light
+// one (a softmax's row max and sum of exponentials beside a batched product) gains nothing
+// measurable from a block, and its steps would spend the chain's budget before the annotations
+// that pay there: on the panel's BMM_Scale_Softmax the blocked reductions used all 16 steps, and
+// its softmax passes, a third of the program's work in exp calls, stayed scalar (0.43 ms against
+// 0.21 with them vectorized, docs/tune.md "Light accumulations").
+bool tile_heavy_accumulations(ChainBuilder& b, const Machine& m, int64_t rows, int64_t vectors) {
+  bool tiled = false;
+  for (size_t item = 0; item < b.program().body.size(); ++item)
+    if (heavy_items(b.program())[item]) tiled |= register_tile(b, item, m, rows, vectors);
+  return tiled;
+}
+
 // The accumulation of top-level nest `item` vectorized along the output's unit-stride loop with
 // every reduction loop moved outside it (x @ W^T's W transposed first, as for a register block):
 // each vector then accumulates contiguous outputs with no gather and no horizontal sum. This is
@@ -400,8 +413,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   }
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
-    bool tiled = false;
-    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, rows, vectors);
+    const bool tiled = tile_heavy_accumulations(b, m, rows, vectors);
     // The other nests of a program of a batch of one would stay on one core.
     const auto heavy = heavy_items(b.program());
     for (size_t item = 0; tiled && item < b.program().body.size(); ++item)
@@ -413,9 +425,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   // softmax) needs both, which the search would otherwise reach only step by step.
   {
     ChainBuilder b(root, max_steps);
-    bool tiled = false;
-    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, kBlockRows, 1);
-    if (tiled) {
+    if (tile_heavy_accumulations(b, m, kBlockRows, 1)) {
       // The nests left without a register block (rows unrolled, columns vectorized innermost),
       // the heaviest of them first: what the tiling left to do.
       std::vector<char> blocked;
@@ -457,9 +467,7 @@ std::vector<RuleChain> schedule_rule_chains(const leir::Program& root, const Mac
   for (auto [rows, vectors] : schedule_params(m).block_shapes) {
     ChainBuilder b(root, max_steps);
     if (!inline_copies(b)) break;
-    bool tiled = false;
-    for (size_t item = 0; item < b.program().body.size(); ++item) tiled |= register_tile(b, item, m, rows, vectors);
-    if (tiled) keep(b);
+    if (tile_heavy_accumulations(b, m, rows, vectors)) keep(b);
   }
   return out;
 }
