@@ -257,6 +257,18 @@ TEST(TrainingSet, ATuneRunsStoreTrainsAModelAndAnOldStoreReplaysAndKeepsThem) {
     EXPECT_EQ(row["hash"], base::hex64(leir::program_hash(leir::program_from_text(row["program"].get<std::string>()))));
   }
   for (const auto& [hash, l2] : measured) EXPECT_TRUE(kept.count(hash)) << hash;
+  // The same root in a dataset's records beside the store: one group (both are filed under the
+  // root's program hash), which gains the record's program.
+  {
+    const fs::path recs = transfer_tmp("tune_store_records");
+    const std::string root_text = leir::program_to_text(root, false);
+    const std::string other = "input A: f64[8,64]\noutput C: f64[8,64]\n"
+                              "B^{8}_{tx=0}L^{64}_{a=0}[C^{f64,g}_{tx,a}=(A^{f64,g}_{tx,a}*3+1)*1;];";
+    std::ofstream(recs / "steps.jsonl") << record(m, root_text, root_text, 1.0, other, 2.0).dump() << "\n";
+    const TrainingSet both = build_training_set({dir.string(), recs.string()}, m);
+    ASSERT_EQ(both.groups.size(), 1u);
+    EXPECT_EQ(both.groups[0].x.size(), g.x.size() + 1);
+  }
   auto model = PretrainedModel::train(set.groups, set.machine_kind, 3);
   EXPECT_EQ(model->training()["samples"], g.x.size());
   EXPECT_EQ(model->machine_kind(), machine_kind(m));

@@ -563,6 +563,11 @@ class Emitter : public CExprEmitter {
     return subs;
   }
 
+  // How many of `subs` use loop variable `var` (0: the loop does not move the element).
+  static long subscripts_using(const std::vector<analysis::Affine>& subs, const std::string& var) {
+    return std::count_if(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(var); });
+  }
+
   // Whether each subscript uses at most one of `loops`: distinct iterations of them then write
   // distinct elements (the rule both the identity in the nest and a parallel identity pass rest on).
   static bool each_in_at_most_one(const std::vector<analysis::Affine>& subs,
@@ -587,9 +592,7 @@ class Emitter : public CExprEmitter {
     const auto affine = affine_subscripts(s);
     if (!affine) return nullptr;
     const std::vector<analysis::Affine>& subs = *affine;
-    auto moves = [&](const leir::Loop* l) {
-      return std::any_of(subs.begin(), subs.end(), [&](const analysis::Affine& a) { return a.uses(l->var); });
-    };
+    auto moves = [&](const leir::Loop* l) { return subscripts_using(subs, l->var) > 0; };
     const auto& loops = site.loops;
     size_t r = loops.size();
     while (r > 0 && !moves(loops[r - 1])) --r;
@@ -646,7 +649,7 @@ class Emitter : public CExprEmitter {
   static bool mixed_radix_injective(const std::vector<analysis::Affine>& subs,
                                     const std::vector<const leir::Loop*>& loops) {
     for (const auto* l : loops)
-      if (l->extent > 1 && std::count_if(subs.begin(), subs.end(), [&](const auto& a) { return a.uses(l->var); }) != 1)
+      if (l->extent > 1 && subscripts_using(subs, l->var) != 1)
         return false;
     for (const auto& a : subs) {
       std::vector<std::pair<int64_t, int64_t>> digits;  // |coefficient|, extent

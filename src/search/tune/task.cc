@@ -106,8 +106,10 @@ class TaskRenamer {
 
 std::string Task::hash_hex() const { return base::hex64(hash); }
 
-std::vector<TaskUse> item_groups(const leir::Program& p) {
-  const auto ud = analysis::use_def(p);
+namespace {
+
+// item_groups with the program's use-def chains already computed.
+std::vector<TaskUse> item_groups_of(const leir::Program& p, const analysis::UseDef& ud) {
   // Each tensor's writers span one range; overlapping ranges merge.
   std::vector<int> reach(p.body.size());
   for (size_t i = 0; i < reach.size(); ++i) reach[i] = int(i);
@@ -140,6 +142,10 @@ std::vector<TaskUse> item_groups(const leir::Program& p) {
   }
   return groups;
 }
+
+}  // namespace
+
+std::vector<TaskUse> item_groups(const leir::Program& p) { return item_groups_of(p, analysis::use_def(p)); }
 
 namespace {
 
@@ -182,17 +188,14 @@ bool joins_next(const strategies::ScheduleState& st, TaskUse g, TaskUse next) {
   return false;
 }
 
-}  // namespace
-
-// Fusion groups are formed at extraction rather than by a final whole-program round after
-// composition: the joined task is then searched as one program, so the fused nest is vectorized,
-// parallelized and timed by the same search that proposes the join (a round after composition
-// would time the join of two nests each scheduled for being alone), its hash still deduplicates
-// it, and composition replays its steps as any other task's.
-std::vector<TaskUse> fusion_groups(const leir::Program& p) {
-  std::vector<TaskUse> groups = item_groups(p);
+// fusion_groups from the program's schedule state and item groups. Fusion groups are formed at
+// extraction rather than by a final whole-program round after composition: the joined task is
+// then searched as one program, so the fused nest is vectorized, parallelized and timed by the
+// same search that proposes the join (a round after composition would time the join of two nests
+// each scheduled for being alone), its hash still deduplicates it, and composition replays its
+// steps as any other task's.
+std::vector<TaskUse> fusion_groups_of(const strategies::ScheduleState& st, std::vector<TaskUse> groups) {
   if (groups.size() < 2) return groups;
-  const strategies::ScheduleState st(p);
   std::vector<TaskUse> out = {groups[0]};
   for (size_t k = 1; k < groups.size(); ++k) {
     if (joins_next(st, out.back(), groups[k])) out.back().count += groups[k].count;
@@ -201,9 +204,10 @@ std::vector<TaskUse> fusion_groups(const leir::Program& p) {
   return out;
 }
 
-std::optional<leir::Program> group_program(const leir::Program& p, int first, int count) {
+// group_program with the program's use-def chains and item groups already computed.
+std::optional<leir::Program> group_program_of(const leir::Program& p, int first, int count, const analysis::UseDef& ud,
+                                              const std::vector<TaskUse>& item_groups) {
   const leir::TensorTable table = leir::build_tensor_table(p);
-  const auto ud = analysis::use_def(p);
   const std::vector<Item> items(p.body.begin() + first, p.body.begin() + first + count);
   std::vector<std::string> order;
   std::set<std::string> seen;
@@ -246,7 +250,7 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
   // fusion group with the same loops keep the same headers, which operator_fusion compares, and a
   // task of one group is named (and hashed) as before fusion groups.
   std::set<size_t> restarts;
-  for (const TaskUse& u : item_groups(p))
+  for (const TaskUse& u : item_groups)
     if (u.first >= first && u.first < first + count) restarts.insert(size_t(u.first - first));
   g.body = TaskRenamer(rename, analysis::standalone_vars(count_loops(items)), std::move(restarts)).body(items);
   try {
@@ -258,8 +262,23 @@ std::optional<leir::Program> group_program(const leir::Program& p, int first, in
   return g;
 }
 
+}  // namespace
+
+std::vector<TaskUse> fusion_groups(const leir::Program& p) {
+  const strategies::ScheduleState st(p);
+  return fusion_groups_of(st, item_groups_of(p, st.use_def()));
+}
+
+std::optional<leir::Program> group_program(const leir::Program& p, int first, int count) {
+  const auto ud = analysis::use_def(p);
+  return group_program_of(p, first, count, ud, item_groups_of(p, ud));
+}
+
 std::vector<Task> extract_tasks(const leir::Program& p) {
-  const auto groups = fusion_groups(p);
+  // The use-def chains and item groups of the whole program, computed once for every group.
+  const strategies::ScheduleState st(p);
+  const std::vector<TaskUse> items = item_groups_of(p, st.use_def());
+  const auto groups = fusion_groups_of(st, items);
   std::vector<int64_t> work;
   for (const auto& gr : groups) {
     int64_t w = 0;
@@ -278,7 +297,7 @@ std::vector<Task> extract_tasks(const leir::Program& p) {
   std::map<uint64_t, size_t> by_hash;
   for (size_t k = 0; k < groups.size(); ++k) {
     if (!heavy[k]) continue;
-    auto g = group_program(p, groups[k].first, groups[k].count);
+    auto g = group_program_of(p, groups[k].first, groups[k].count, st.use_def(), items);
     if (!g) continue;
     const uint64_t h = leir::program_hash(*g);
     auto [it, fresh] = by_hash.insert({h, tasks.size()});

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "front/workloads/workload.h"
+#include "ir/leir/canonical.h"
 #include "ir/leir/program_io.h"
 #include "search/tune/database.h"
 
@@ -168,7 +169,9 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
                                             mj.value("vector_bytes", 0), mj.value("compiler", ""));
       if (kind != set.machine_kind) throw at(other_machine_kind(kind, set.machine_kind));
       const std::string root_text = r["root_program"].get<std::string>();
-      PendingRoot& root = roots[base::hex64(base::fnv1a(root_text))];
+      // Filed under the program hash, as a tune store files its candidates (tuner.cc): the same
+      // root read from a dataset and from a store is one group.
+      PendingRoot& root = roots[base::hex64(leir::program_hash(leir::program_from_text(root_text, file.string())))];
       root.text = root_text;
       root.workload = r.value("root", json::object()).value("name", std::string("?"));
       root.family = r.value("root", json::object()).value("family", std::string("?"));
