@@ -227,13 +227,14 @@ std::optional<TileShape> tile_shape(const leir::Program& p, size_t item, int64_t
 // weight (256 x 512 f32, 2 threads, AVX-512) 0.092 ms against 0.031 tiled, a third of the
 // program's time (docs/tune.md, "Transposed weights"). Each of the three steps is faster than
 // its parent. Taken only when all three fit in the chain, so a chain never ends halfway.
+// `copy` is a plain copy (copy_producer).
 void tile_transposed_copy(ChainBuilder& b, size_t copy, int vector_bytes) {
   constexpr int kSteps = 3;
-  if (b.steps_left() < kSteps || !b.program().body[copy].is_nest()) return;
+  if (b.steps_left() < kSteps) return;
   const leir::Nest& n = b.program().body[copy].nest;
-  if (n.body.size() != 1 || !n.body[0].is_stmt() || n.loops.size() != 2) return;
+  if (n.loops.size() != 2) return;
   const leir::Stmt& s = n.body[0].stmt;
-  if (!s.rhs->is_access() || s.lhs->args.empty() || s.rhs->args.empty()) return;
+  if (s.lhs->args.empty() || s.rhs->args.empty()) return;
   const leir::ExprPtr &to_last = s.lhs->args.back(), &from_last = s.rhs->args.back();
   if (!to_last->is_var() || !from_last->is_var()) return;
   const int64_t lanes = vector_bytes / leir::byte_size(backend::cpu::cpu_storage_dtype(s.lhs->dtype, false));
@@ -274,14 +275,12 @@ bool transpose_strided_input(ChainBuilder& b, size_t& item, const std::string& c
     return false;
   ++item;
   // The copy: the last nest before `item` that copies the weight.
-  for (size_t k = item; k-- > 0;) {
-    const leir::Item& it = b.program().body[k];
-    if (it.is_nest() && it.nest.body.size() == 1 && it.nest.body[0].is_stmt() &&
-        it.nest.body[0].stmt.rhs->is_access() && it.nest.body[0].stmt.rhs->tensor == weight) {
+  for (size_t k = item; k-- > 0;)
+    if (copy_producer(b.program(), k) == CopyProducer::Plain &&
+        b.program().body[k].nest.body[0].stmt.rhs->tensor == weight) {
       tile_transposed_copy(b, k, vector_bytes);
       break;
     }
-  }
   return true;
 }
 

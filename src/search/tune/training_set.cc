@@ -139,7 +139,8 @@ std::vector<double> priors_of(const std::vector<Features>& x) {
 TrainingSet build_training_set(const std::vector<std::string>& sources, const Machine& m) {
   TrainingSet set;
   set.machine_kind = machine_kind(m);
-  std::map<std::string, PendingRoot> roots;  // root hash -> programs
+  std::map<std::string, PendingRoot> roots;     // root hash -> programs
+  std::map<std::string, std::string> root_keys;  // a record's root text -> its hash
   for (const auto& source : sources) {
     const SourceFile src = source_file(source);
     const fs::path& file = src.path;
@@ -170,8 +171,10 @@ TrainingSet build_training_set(const std::vector<std::string>& sources, const Ma
       if (kind != set.machine_kind) throw at(other_machine_kind(kind, set.machine_kind));
       const std::string root_text = r["root_program"].get<std::string>();
       // Filed under the program hash, as a tune store files its candidates (tuner.cc): the same
-      // root read from a dataset and from a store is one group.
-      PendingRoot& root = roots[base::hex64(leir::program_hash(leir::program_from_text(root_text, file.string())))];
+      // root read from a dataset and from a store is one group. Parsed once per distinct root.
+      auto [known, fresh] = root_keys.try_emplace(root_text);
+      if (fresh) known->second = base::hex64(leir::program_hash(leir::program_from_text(root_text, file.string())));
+      PendingRoot& root = roots[known->second];
       root.text = root_text;
       root.workload = r.value("root", json::object()).value("name", std::string("?"));
       root.family = r.value("root", json::object()).value("family", std::string("?"));
