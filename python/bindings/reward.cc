@@ -35,7 +35,7 @@ nlohmann::json parse_answer(const std::string& text) {
   nlohmann::json j = {{"ok", a.ok}, {"reason", a.reason}, {"list", a.list}};
   auto steps = nlohmann::json::array();
   for (const auto& s : a.steps) {
-    nlohmann::json st = {{"form", s.form == reward::AnswerStep::Form::IR ? "ir" : "action"}, {"strategy", s.strategy}};
+    nlohmann::json st = {{"form", std::string(reward::to_string(s.form))}, {"strategy", s.strategy}};
     if (s.site) st["site"] = *s.site;
     if (s.params) st["params"] = *s.params;
     if (s.form == reward::AnswerStep::Form::IR) st["transformed_IR"] = s.ir;

@@ -31,6 +31,24 @@ TEST(Answer, ActionFormAcceptsIndexOrSiteObject) {
   EXPECT_EQ(*b.steps[0].site, 1);
 }
 
+TEST(Answer, ChoiceFormNamesAMenuOptionAlone) {
+  auto a = parse_answer("<answer>{\"choice\": 7}</answer>");
+  ASSERT_TRUE(a.ok) << a.reason;
+  EXPECT_EQ(a.steps[0].form, AnswerStep::Form::Choice);
+  EXPECT_EQ(*a.steps[0].choice, 7);
+  EXPECT_EQ(to_string(a.steps[0].form), "choice");
+  auto list = parse_answer("<answer>[{\"choice\":1},{\"choice\":12}]</answer>");
+  ASSERT_TRUE(list.ok) << list.reason;
+  EXPECT_TRUE(list.list);
+  EXPECT_EQ(*list.steps[1].choice, 12);
+  for (const char* bad : {"{\"choice\":0}", "{\"choice\":-3}", "{\"choice\":\"4\"}", "{\"choice\":2.5}",
+                          "{\"choice\":3,\"strategy\":\"loop_split\"}"}) {
+    auto b = parse_answer(std::string("<answer>") + bad + "</answer>");
+    EXPECT_FALSE(b.ok) << bad;
+    EXPECT_NE(b.reason.find("choice"), std::string::npos) << bad << ": " << b.reason;
+  }
+}
+
 TEST(Answer, ActionFormAcceptsSiteHandles) {
   auto a = parse_answer("<answer>{\"strategy\":\"loop_tiling\",\"site\":\"@0/1.2\"}</answer>");
   ASSERT_TRUE(a.ok) << a.reason;

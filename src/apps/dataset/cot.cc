@@ -249,12 +249,13 @@ json make_chat(const json& rec, AnswerFormat f) {
   // Answer keys in decision order, the strategy first (prompt.h action_answer).
   nlohmann::ordered_json ans = nlohmann::ordered_json::array();
   std::optional<leir::Program> parent;
-  if (f == AnswerFormat::Action) parent = leir::program_from_text(rec["parent_program"].get<std::string>());
+  if (f != AnswerFormat::IR) parent = leir::program_from_text(rec["parent_program"].get<std::string>());
   for (const auto& a : rec["answers"])
-    ans.push_back(f == AnswerFormat::Action ? action_answer(*parent, a)
-                                            : nlohmann::ordered_json{{"strategy", a["strategy"]},
-                                                                     {"params", a["params"]},
-                                                                     {"transformed_IR", a["result_program"]}});
+    ans.push_back(f == AnswerFormat::Action   ? action_answer(*parent, a)
+                  : f == AnswerFormat::Choice ? choice_answer(*parent, a)
+                                              : nlohmann::ordered_json{{"strategy", a["strategy"]},
+                                                                       {"params", a["params"]},
+                                                                       {"transformed_IR", a["result_program"]}});
   std::string answer = multi ? ans.dump() : ans[0].dump();
   std::string asst = "<think>\n" + make_cot(rec) + "</think>\n<answer>" + answer + "</answer>";
   json messages = prompt_messages(rec, f);

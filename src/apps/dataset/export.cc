@@ -260,7 +260,7 @@ void export_dataset(std::vector<json>& recs, const std::vector<char>& keep, cons
                    {"files", {{"steps.jsonl", base::hex64(fnv(steps))},
                               {"stats.json", base::hex64(fnv(stats_text))}}}};
   manifest["options"]["format"] = o.format;
-  manifest["options"]["answer_format"] = o.answer_format == AnswerFormat::IR ? "ir" : "action";
+  manifest["options"]["answer_format"] = to_string(o.answer_format);
   manifest["options"]["token_sample"] = o.token_sample;
   // Each layout's files exist only when it was asked for (no stale files of an earlier run).
   std::vector<std::pair<std::string, const std::string*>> layout_files = {

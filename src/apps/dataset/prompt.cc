@@ -1,5 +1,6 @@
 #include "apps/dataset/prompt.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -15,21 +16,30 @@ using nlohmann::json;
 
 namespace {
 
-// Parameter choices shown per site; the rest are summarised by their count.
-constexpr size_t kChoicesShown = 6;
-
-std::string menu_text(const std::vector<MenuSite>& menu) {
+// The menu, one line per site: handle, description and its first parameter choices (prompt.h
+// kChoicesShown, kChoicesNumbered), the rest summarised by their count. Numbered (choice format):
+// each listed option gets its number in brackets, before the site's handle when it has one
+// choice, else before each choice.
+std::string menu_text(const std::vector<MenuSite>& menu, bool numbered) {
   std::string s;
   std::string last;
+  size_t number = 0;
   for (const auto& m : menu) {
     if (m.strategy != last) s += m.strategy + ":\n";
     last = m.strategy;
-    s += fmt::format("  {} ({})", strategies::to_handle(m.address), m.description);
-    if (m.choices.size() > 1 || !m.choices.front().empty()) {
+    const bool parameterless = m.choices.size() == 1 && m.choices.front().empty();
+    s += "  ";
+    if (numbered && parameterless) s += fmt::format("[{}] ", ++number);
+    s += fmt::format("{} ({})", strategies::to_handle(m.address), m.description);
+    if (!parameterless) {
       s += " params:";
-      for (size_t k = 0; k < m.choices.size() && k < kChoicesShown; ++k)
-        s += " " + strategies::params_to_json(m.choices[k]);
-      if (m.choices.size() > kChoicesShown) s += fmt::format(" (+{} more)", m.choices.size() - kChoicesShown);
+      const size_t shown = std::min(m.choices.size(), numbered ? kChoicesNumbered : kChoicesShown);
+      for (size_t k = 0; k < shown; ++k) {
+        s += " ";
+        if (numbered) s += fmt::format("[{}] ", ++number);
+        s += strategies::params_to_json(m.choices[k]);
+      }
+      if (m.choices.size() > shown) s += fmt::format(" (+{} more)", m.choices.size() - shown);
     }
     s += "\n";
   }
@@ -41,7 +51,17 @@ std::string menu_text(const std::vector<MenuSite>& menu) {
 AnswerFormat answer_format_from(const std::string& s) {
   if (s == "ir") return AnswerFormat::IR;
   if (s == "action") return AnswerFormat::Action;
-  throw base::Error(base::ErrorKind::BadRequest, "answer format must be ir or action (got '" + s + "')");
+  if (s == "choice") return AnswerFormat::Choice;
+  throw base::Error(base::ErrorKind::BadRequest, "answer format must be ir, action or choice (got '" + s + "')");
+}
+
+std::string to_string(AnswerFormat f) {
+  switch (f) {
+    case AnswerFormat::IR: return "ir";
+    case AnswerFormat::Action: return "action";
+    case AnswerFormat::Choice: return "choice";
+  }
+  throw std::logic_error("unreachable");
 }
 
 std::vector<MenuSite> action_menu(const leir::Program& p) {
@@ -57,6 +77,14 @@ std::vector<MenuSite> action_menu(const leir::Program& p) {
     }
   }
   return menu;
+}
+
+std::vector<MenuOption> menu_options(const std::vector<MenuSite>& menu) {
+  std::vector<MenuOption> out;
+  for (const auto& m : menu)
+    for (size_t k = 0; k < m.choices.size() && k < kChoicesNumbered; ++k)
+      out.push_back({m.strategy, m.address, m.choices[k]});
+  return out;
 }
 
 namespace {
@@ -124,14 +152,19 @@ json prompt_messages(const json& rec, AnswerFormat f) {
             ".\n";
   }
   user += facts_text(analysis_json(program));
-  std::string shape = f == AnswerFormat::IR ? "{\"strategy\", \"params\", \"transformed_IR\"}"
-                                            : "{\"strategy\", \"site\", \"params\"}";
-  if (f == AnswerFormat::Action)
-    user += "Applicable strategies, their sites (handle and description) and parameter choices:\n" +
-            menu_text(action_menu(program));
+  std::string shape = f == AnswerFormat::IR       ? "{\"strategy\", \"params\", \"transformed_IR\"}"
+                      : f == AnswerFormat::Action ? "{\"strategy\", \"site\", \"params\"}"
+                                                  : "{\"choice\": N}";
+  if (f != AnswerFormat::IR)
+    user += std::string("Applicable strategies, their sites (handle and description) and parameter choices") +
+            (f == AnswerFormat::Choice ? ", each option numbered in brackets" : "") + ":\n" +
+            menu_text(action_menu(program), f == AnswerFormat::Choice);
   user += multi ? "Task: give several distinct valid single optimization steps, as a JSON list of " + shape + "."
                 : "Task: give one valid optimization step as JSON " + shape + ".";
   if (f == AnswerFormat::Action) user += " \"site\" is a handle from the list above.";
+  if (f == AnswerFormat::Choice)
+    user += " N is the number of an option above; a choice the list does not number is given as {\"strategy\", "
+            "\"site\", \"params\"} with a handle from the list.";
   if (rec.contains("feedback") && !rec["feedback"].get<std::string>().empty())
     user += "\nFeedback on your previous proposal: " + rec["feedback"].get<std::string>();
   return json::array({{{"role", "system"}, {"content", sys}}, {{"role", "user"}, {"content", user}}});
@@ -152,6 +185,19 @@ nlohmann::ordered_json action_object(const std::string& strategy, const std::str
 nlohmann::ordered_json action_answer(const leir::Program& parent, const json& a) {
   const std::string strategy = a["strategy"].get<std::string>();
   return action_object(strategy, site_handle(parent, strategy, a["site"]["index"].get<size_t>()), a["params"]);
+}
+
+nlohmann::ordered_json choice_answer(const leir::Program& parent, const json& a) {
+  const std::string strategy = a["strategy"].get<std::string>();
+  const auto* s = strategies::find_strategy(strategy);
+  if (!s) throw std::logic_error("unknown strategy " + strategy);
+  const auto address = strategies::address_of(s->sites(parent), a["site"]["index"].get<size_t>());
+  const strategies::Params params = strategies::params_from_json(a["params"]);
+  const auto options = menu_options(action_menu(parent));
+  for (size_t n = 0; n < options.size(); ++n)
+    if (options[n].strategy == strategy && options[n].address == address && options[n].params == params)
+      return {{"choice", n + 1}};
+  return action_answer(parent, a);
 }
 
 }  // namespace steptp::dataset

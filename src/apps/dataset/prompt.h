@@ -2,10 +2,14 @@
 // chat record and that `steptp optimize` sends to a model — one code path, so a model is asked
 // in operation exactly what it was trained on.
 //
-// Two answer formats. IR (Step-TP): the answer carries the whole transformed program. Action:
+// Three answer formats. IR (Step-TP): the answer carries the whole transformed program. Action:
 // the answer names a strategy, a site by its stable handle (transform/trace.h to_handle) and
 // parameters, and steptp applies it (apps/reward/answer.h) — far fewer output tokens; the prompt then
 // lists every applicable strategy's sites by handle with their parameter choices (the menu).
+// Choice: the same menu with every listed (site, parameters) option numbered, and the answer
+// {"choice": N} names option N — a small model need not copy a handle and a parameter object from
+// the menu into its answer, only a number; an option the menu does not number (a site's choices
+// beyond those listed) is answered in the action form, which every format accepts.
 #pragma once
 
 #include <string>
@@ -19,8 +23,9 @@
 
 namespace steptp::dataset {
 
-enum class AnswerFormat { IR, Action };
-AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action"; throws base::Error (BadRequest)
+enum class AnswerFormat { IR, Action, Choice };
+AnswerFormat answer_format_from(const std::string& s);  // "ir" | "action" | "choice"; throws base::Error (BadRequest)
+std::string to_string(AnswerFormat f);
 
 // One site of the action menu: strategy, stable address, description and parameter choices.
 struct MenuSite {
@@ -33,6 +38,21 @@ struct MenuSite {
 // kMenuSitesPerStrategy per strategy — the menu a prompt lists and the baselines choose from.
 inline constexpr size_t kMenuSitesPerStrategy = 12;
 std::vector<MenuSite> action_menu(const leir::Program& p);
+
+// Parameter choices a menu lists per site (the rest summarised by their count): the action
+// format shows a few as examples of the parameters' form; the choice format numbers more, so that
+// a step the search takes is almost always an option (a loop reorder's choices are the nest's
+// loop transpositions: 28 for 8 loops).
+inline constexpr size_t kChoicesShown = 6;
+inline constexpr size_t kChoicesNumbered = 28;
+// The numbered options of a menu (choice format): each site's first kChoicesNumbered parameter
+// choices, in menu order; option N of a prompt is element N - 1.
+struct MenuOption {
+  std::string strategy;
+  strategies::SiteAddress address;
+  strategies::Params params;
+};
+std::vector<MenuOption> menu_options(const std::vector<MenuSite>& menu);
 
 // The [system, user] messages for a record's state: rec needs "parent_program" (LEIR text),
 // "steps_so_far" ([{"strategy", "params", "site" (handle, optional)}]) and "kind" ("single" |
@@ -58,5 +78,9 @@ nlohmann::ordered_json action_object(const std::string& strategy, const std::str
 // The action-form answer object (action_object) of a record's answer
 // {"strategy","site":{"index"},"params"}.
 nlohmann::ordered_json action_answer(const leir::Program& parent, const nlohmann::json& answer);
+
+// The choice-form answer of a record's answer: {"choice": N} when the parent's menu numbers that
+// option, else the action-form object.
+nlohmann::ordered_json choice_answer(const leir::Program& parent, const nlohmann::json& answer);
 
 }  // namespace steptp::dataset

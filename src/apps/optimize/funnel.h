@@ -44,7 +44,7 @@ struct Outcome {
   bool inconclusive = false;            // failed equivalence with verdict "inconclusive"
   bool budget_stop = false;             // verified, but no measurement was left: not measured
   bool cached = false;                  // verdict and timing reused by canonical hash
-  std::string form, strategy;           // "ir" | "action"
+  std::string form, strategy;           // "ir" | "action" | "choice"
   std::optional<leir::Program> program; // valid candidates
   std::string text;                     // canonical text
   uint64_t hash = 0;

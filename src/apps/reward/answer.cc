@@ -13,6 +13,15 @@ using nlohmann::json;
 // One step object, or the reason it is not one.
 std::optional<std::string> parse_step(const json& j, AnswerStep& s) {
   if (!j.is_object()) return "a step must be a JSON object";
+  if (j.contains("choice")) {
+    if (j.size() != 1) return "a choice is {\"choice\": N} alone";
+    const json& n = j["choice"];
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 1000000)
+      return "\"choice\" must be a positive integer (the number of a menu option)";
+    s.form = AnswerStep::Form::Choice;
+    s.choice = int(n.get<int64_t>());
+    return std::nullopt;
+  }
   if (j.contains("strategy")) {
     if (!j["strategy"].is_string()) return "\"strategy\" must be a string";
     s.strategy = j["strategy"].get<std::string>();
@@ -49,10 +58,19 @@ std::optional<std::string> parse_step(const json& j, AnswerStep& s) {
     s.site = int(idx.get<int64_t>());
     return std::nullopt;
   }
-  return "a step needs \"transformed_IR\" (a LEIR program) or \"site\" (an action)";
+  return "a step needs \"transformed_IR\" (a LEIR program), \"site\" (an action) or \"choice\" (a menu option)";
 }
 
 }  // namespace
+
+std::string_view to_string(AnswerStep::Form f) {
+  switch (f) {
+    case AnswerStep::Form::IR: return "ir";
+    case AnswerStep::Form::Action: return "action";
+    case AnswerStep::Form::Choice: return "choice";
+  }
+  return "ir";
+}
 
 ParsedAnswer parse_answer(std::string_view text) {
   ParsedAnswer r;

@@ -12,7 +12,10 @@
 //     strategy NAME at its K-th site (the index `steptp apply --explain` lists) or at the site
 //     with that stable handle ("@0/1.2": transform/trace.h's site address, as `optimize` prompts and
 //     `generate --answer-format action` list them) with those parameters (omitted: the site's
-//     only parameter choice, or its first one).
+//     only parameter choice, or its first one); or
+//   * choice form: {"choice": N}: option N (from 1) of the menu the prompt numbers (`generate
+//     --answer-format choice`, apps/dataset/prompt.h menu_options); the reward resolves it
+//     against the parent program into the action it names.
 // Parsing never throws: a bad answer is a result with `ok == false` and a reason.
 #pragma once
 
@@ -26,8 +29,9 @@
 namespace steptp::reward {
 
 struct AnswerStep {
-  enum class Form { IR, Action };
+  enum class Form { IR, Action, Choice };
   Form form = Form::IR;
+  std::optional<int> choice;       // choice form: the option's number (from 1)
   std::string strategy;            // may be empty in IR form
   std::optional<int> site;         // action form, by index ...
   std::string site_handle;         // ... or by stable handle (transform/trace.h to_handle)
@@ -46,5 +50,7 @@ struct ParsedAnswer {
 inline constexpr size_t kMaxAnswerBytes = size_t{1} << 20;
 
 ParsedAnswer parse_answer(std::string_view assistant_text);
+
+std::string_view to_string(AnswerStep::Form f);  // "ir" | "action" | "choice"
 
 }  // namespace steptp::reward

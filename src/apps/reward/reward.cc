@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/dataset/prompt.h"
 #include "base/error.h"
 #include "base/hash.h"
 #include "ir/leir/canonical.h"
@@ -69,7 +70,7 @@ json blank_outcome(const AnswerStep& s) {
           {"failed_stage", nullptr},
           {"inconclusive", false},
           {"reason", ""},
-          {"form", s.form == AnswerStep::Form::IR ? "ir" : "action"},
+          {"form", std::string(to_string(s.form))},
           {"strategy", s.strategy}};
 }
 
@@ -153,8 +154,11 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const An
                      const std::vector<uint64_t>& earlier) {
   Judgement j;
   j.step = step;
+  if (step.form == AnswerStep::Form::Choice)
+    if (auto a = choice_action(parent, step)) j.step = std::move(*a);
   json& out = j.outcome;
   out = blank_outcome(step);
+  out["strategy"] = j.step.strategy;
   auto progress = [&](Stage next) {
     if (!jg.on_progress) return;
     json p = out;
@@ -319,7 +323,28 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
       params);
 }
 
+std::optional<AnswerStep> choice_action(const leir::Program& parent, const AnswerStep& step, size_t* options) {
+  const auto menu = dataset::menu_options(dataset::action_menu(parent));
+  if (options) *options = menu.size();
+  if (!step.choice || *step.choice < 1 || size_t(*step.choice) > menu.size()) return std::nullopt;
+  const dataset::MenuOption& o = menu[size_t(*step.choice) - 1];
+  AnswerStep a;
+  a.form = AnswerStep::Form::Action;
+  a.strategy = o.strategy;
+  a.site_handle = strategies::to_handle(o.address);
+  a.params = json::parse(strategies::params_to_json(o.params));
+  return a;
+}
+
 StepProgram candidate_program(const leir::Program& parent, const AnswerStep& step) {
+  if (step.form == AnswerStep::Form::Choice) {
+    size_t options = 0;
+    if (auto a = choice_action(parent, step, &options)) return candidate_program(parent, *a);
+    StepProgram c;
+    c.error = fmt::format("choice {} is not among the {} numbered options of this program's menu",
+                          step.choice.value_or(0), options);
+    return c;
+  }
   StepProgram c;
   c.strategy = step.strategy;
   try {

@@ -103,7 +103,7 @@ struct Judge {
 
 // One step's judgement: its outcome (score()'s answers[i]) and the candidate behind it.
 struct Judgement {
-  AnswerStep step;
+  AnswerStep step;  // as answered; a choice in the menu's range as the action it names (choice_action)
   nlohmann::json outcome;
   std::optional<leir::Program> program;  // the candidate, when valid
   uint64_t canonical_hash = 0;           // leir::canonical_hash of it
@@ -127,8 +127,14 @@ struct ScoreOptions {
   std::function<std::string(const leir::Program& candidate)> admissible;  // Judge::admissible
 };
 
+// A choice-form step as the action it names: option `step.choice` of the parent's menu
+// (apps/dataset/prompt.h menu_options), the option's handle and parameters; nullopt when the menu
+// has no such option (`options` gets the menu's size).
+std::optional<AnswerStep> choice_action(const leir::Program& parent, const AnswerStep& step, size_t* options = nullptr);
+
 // The candidate program of one step: the IR parsed (body-only IR gets the parent's signature) or
-// the action applied. Returns the error (with line:col for IR) when it is not valid.
+// the action (or the menu choice's action) applied. Returns the error (with line:col for IR) when
+// it is not valid.
 struct StepProgram {
   std::optional<leir::Program> program;
   std::string error;

@@ -77,9 +77,10 @@ RegisterCommand generate_cmd{{"generate", "generate the step-level training data
                  "reconstructed public Step-TP layout) or both")->capture_default_str();
   auto answer_format = std::make_shared<std::string>("ir");
   sub.add_option("--answer-format", *answer_format,
-                 "answers of train/eval.jsonl: ir (the transformed program, Step-TP) or action "
-                 "({\"strategy\",\"site\": handle,\"params\"}, the prompt listing each strategy's sites by handle)")
-      ->check(CLI::IsMember({"ir", "action"}))
+                 "answers of train/eval.jsonl: ir (the transformed program, Step-TP), action "
+                 "({\"strategy\",\"site\": handle,\"params\"}, the prompt listing each strategy's sites by handle) "
+                 "or choice ({\"choice\": N}, the same list with its options numbered)")
+      ->check(CLI::IsMember({"ir", "action", "choice"}))
       ->capture_default_str();
   sub.add_option("--token-sample", o->token_sample,
                  "programs in the LEIR vs TVMScript/C++/CUDA token comparison of stats.json (-1 = all, 0 = off)")

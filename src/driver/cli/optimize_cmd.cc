@@ -157,8 +157,9 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
   sub.add_option("--http-retries", c.retries, "retries on 429/5xx/timeouts (exponential backoff)")->capture_default_str();
   sub.add_option("--backoff", c.backoff_s, "first backoff in seconds (doubles per retry)")->capture_default_str();
   sub.add_option("--concurrency", o->llm.concurrency, "requests in flight at once")->check(CLI::PositiveNumber)->capture_default_str();
-  sub.add_option("--answer-format", o->answer_format, "ir (whole program) | action (strategy, site handle, params)")
-      ->check(CLI::IsMember({"ir", "action"}))->capture_default_str();
+  sub.add_option("--answer-format", o->answer_format,
+                 "ir (whole program) | action (strategy, site handle, params) | choice (the number of a menu option)")
+      ->check(CLI::IsMember({"ir", "action", "choice"}))->capture_default_str();
   sub.add_flag("--rescore", o->rescore, "recompute OUT/metrics.json from OUT/events without running");
   sub.add_flag("--json", o->json, "print metrics.json's object on stdout");
   sub.add_flag("--quiet", o->quiet,
