@@ -70,10 +70,11 @@ TEST(OptimizeProgress, WithoutATtyLinesAndQuietNone) {
 TEST(OptimizeManifest, EvalRootsAreTimedWithTheRecordsThreads) {
   const fs::path dir = fs::temp_directory_path() / ("steptp_optimize_manifest_" + std::to_string(getpid()));
   fs::remove_all(dir);
-  auto write_dataset = [&](const std::string& name, int threads) {
+  auto write_dataset = [&](const std::string& name, int threads, const std::string& format = "action") {
     fs::create_directories(dir / name);
     std::ofstream(dir / name / "manifest.json")
-        << json{{"split", {{"eval_fraction", 0.2}}}, {"options", {{"measure_threads", threads}}}}.dump();
+        << json{{"split", {{"eval_fraction", 0.2}}},
+                {"options", {{"measure_threads", threads}, {"answer_format", format}}}}.dump();
     const std::string program =
         "input A: f64[8,16]\noutput C: f64[8,16]\nB^{8}_{tx=0}L^{16}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];\n";
     std::ofstream(dir / name / "steps.jsonl")
@@ -97,6 +98,45 @@ TEST(OptimizeManifest, EvalRootsAreTimedWithTheRecordsThreads) {
                                           " 2>&1");
   EXPECT_NE(clash.code, 0);
   EXPECT_NE(clash.out.find("give --threads"), std::string::npos) << clash.out;
+  fs::remove_all(dir);
+}
+
+// A model trained on a dataset is asked in the form its records answer in (the manifest's
+// `options.answer_format`) unless --answer-format says otherwise; metrics.json says which; two
+// manifests that disagree need --answer-format.
+TEST(OptimizeManifest, EvalRootsAreAskedInTheRecordsAnswerFormat) {
+  const fs::path dir = fs::temp_directory_path() / ("steptp_optimize_format_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto write_dataset = [&](const std::string& name, const std::string& format) {
+    fs::create_directories(dir / name);
+    std::ofstream(dir / name / "manifest.json")
+        << json{{"split", {{"eval_fraction", 0.2}}}, {"options", {{"answer_format", format}}}}.dump();
+    std::ofstream(dir / name / "steps.jsonl")
+        << json{{"split", "eval"},
+                {"root", {{"hash", "h-" + name}, {"name", name}}},
+                {"root_program", "input A: f64[8,16]\noutput C: f64[8,16]\n"
+                                 "B^{8}_{tx=0}L^{16}_{a=0}[C^{f64,g}_{tx,a}=A^{f64,g}_{tx,a}*3+1;];\n"}}
+               .dump()
+        << "\n";
+    return (dir / name / "manifest.json").string();
+  };
+  const std::string choice = write_dataset("choice", "choice"), ir = write_dataset("ir", "ir");
+  auto run = [&](const std::string& args, const std::string& out) {
+    return steptp::testing::run_shell(std::string(STEPTP_EXE) + " optimize " + args +
+                                      " --policy random --search greedy --measure model --depth 1 --max-measured 1"
+                                      " --json --quiet --out " + (dir / out).string() + " 2>&1");
+  };
+  auto format_of = [&](const std::string& args, const std::string& out) {
+    auto r = run(args, out);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return r.code == 0 ? json::parse(r.out)["answer_format"].get<std::string>() : "";
+  };
+  EXPECT_EQ(format_of(choice, "a"), "choice");
+  EXPECT_EQ(format_of(ir, "b"), "ir");
+  EXPECT_EQ(format_of(choice + " --answer-format action", "c"), "action");  // an explicit format wins
+  auto clash = run(choice + " " + ir, "d");
+  EXPECT_NE(clash.code, 0);
+  EXPECT_NE(clash.out.find("give --answer-format"), std::string::npos) << clash.out;
   fs::remove_all(dir);
 }
 

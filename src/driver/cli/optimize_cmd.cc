@@ -61,6 +61,13 @@ std::optional<int> manifest_threads(const json& manifest) {
   return (*t)["measure_threads"].get<int>();
 }
 
+// The answer format the dataset's records teach (`generate --answer-format`), or none.
+std::optional<std::string> manifest_answer_format(const json& manifest) {
+  const json* t = manifest.contains("options") ? &manifest["options"] : nullptr;
+  if (!t || !t->contains("answer_format") || !(*t)["answer_format"].is_string()) return std::nullopt;
+  return (*t)["answer_format"].get<std::string>();
+}
+
 // The eval split of a `generate` output (its manifest read by read_manifest): the distinct roots
 // of its eval records, in order.
 std::vector<leir::Program> eval_roots(const fs::path& manifest) {
@@ -157,15 +164,17 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
   sub.add_option("--http-retries", c.retries, "retries on 429/5xx/timeouts (exponential backoff)")->capture_default_str();
   sub.add_option("--backoff", c.backoff_s, "first backoff in seconds (doubles per retry)")->capture_default_str();
   sub.add_option("--concurrency", o->llm.concurrency, "requests in flight at once")->check(CLI::PositiveNumber)->capture_default_str();
-  sub.add_option("--answer-format", o->answer_format,
-                 "ir (whole program) | action (strategy, site handle, params) | choice (the number of a menu option)")
-      ->check(CLI::IsMember({"ir", "action", "choice"}))->capture_default_str();
+  auto* answer_format = sub.add_option("--answer-format", o->answer_format,
+                                       "ir (whole program) | action (strategy, site handle, params) | choice (the "
+                                       "number of a menu option); default for a manifest: its records' format")
+                            ->check(CLI::IsMember({"ir", "action", "choice"}))
+                            ->capture_default_str();
   sub.add_flag("--rescore", o->rescore, "recompute OUT/metrics.json from OUT/events without running");
   sub.add_flag("--json", o->json, "print metrics.json's object on stdout");
   sub.add_flag("--quiet", o->quiet,
                "no progress on stderr (by default a status line on a terminal; otherwise a line per finished "
                "program, at most one every few seconds, with elapsed time and ETA, and a final line)");
-  return [o, threads]() -> int {
+  return [o, threads, answer_format]() -> int {
     const fs::path out(o->out);
     std::vector<std::string> names;
     std::string first_transport_error;  // of an llm run: what the first failed request said
@@ -193,6 +202,7 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       // in every prompt; timing its roots on one thread compared other programs: batch_norm's
       // path gave 100x there and 1.0x here).
       std::optional<int> dataset_threads;
+      std::optional<std::string> dataset_format;
       for (const auto& in : o->inputs) {
         const bool manifest = fs::path(in).filename() == "manifest.json";
         const json m = manifest ? read_manifest(in) : json();
@@ -205,10 +215,21 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
                                             in, *t, *dataset_threads));
             dataset_threads = t;
           }
+        // A model trained on a dataset is asked in the form its records answer in.
+        if (manifest && answer_format->count() == 0)
+          if (auto f = manifest_answer_format(m)) {
+            if (dataset_format && *dataset_format != *f)
+              throw base::Error(base::ErrorKind::BadRequest,
+                                fmt::format("{}: its records answer in the {} form, another manifest's in the {} "
+                                            "form: give --answer-format",
+                                            in, *f, *dataset_format));
+            dataset_format = f;
+          }
         auto ps = manifest ? eval_roots(in) : onnx_import::read_programs_any(in);
         for (auto& p : ps) programs.push_back(std::move(p));
       }
       if (dataset_threads) o->threads = std::min(*dataset_threads, tune::core_count());
+      if (dataset_format) o->answer_format = *dataset_format;
       if (o->limit > 0 && programs.size() > size_t(o->limit)) programs.resize(size_t(o->limit));
       fs::create_directories(out / "events");
       fs::create_directories(out / "programs");
@@ -265,9 +286,11 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
     json agg = optimize::aggregate_metrics(per);
     json per_j = json::object();
     for (size_t i = 0; i < names.size(); ++i) per_j[names[i]] = per[i];
-    json metrics = {{"policy", o->policy}, {"search", o->search}, {"measure", o->measure},
-                    {"threads", timed_threads}, {"aggregate", agg}, {"programs", per_j}};
-    if (o->rescore) metrics.erase("policy"), metrics.erase("search"), metrics.erase("measure"), metrics.erase("threads");
+    json metrics = {{"policy", o->policy},   {"search", o->search},           {"measure", o->measure},
+                    {"threads", timed_threads}, {"answer_format", o->answer_format}, {"aggregate", agg},
+                    {"programs", per_j}};
+    if (o->rescore)
+      for (const char* run_only : {"policy", "search", "measure", "threads", "answer_format"}) metrics.erase(run_only);
     write_result(out / "metrics.json", metrics.dump(1) + "\n");
     if (o->json) std::cout << metrics.dump() << "\n";
     else std::cout << optimize::metrics_table(names, per, agg);
