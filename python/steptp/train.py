@@ -398,10 +398,10 @@ def dataset_texts(path: str) -> list[str]:
     return texts
 
 
-# `--split spans`: the pieces an action answer copies from the prompt's menu — a site handle (`@0/2`), a
-# parameter object (`{"order":[1,0]}`), a strategy name (`loop_vectorization`) — each kept apart, so the menu
-# and the answer spell them with the same tokens.
-ANSWER_SPANS = r'@[0-9./]+|\{"[a-z_]+":[^{}]*\}|[a-z]+(?:_[a-z]+)+'
+# `--split spans`: the pieces an answer copies from the prompt's menu — a site handle (`@0/2`), a parameter
+# object (`{"order":[1,0]}`), a strategy name (`loop_vectorization`), an option's number (the menu's `[17]`, the
+# choice answer's `{"choice":17}`) — each kept apart, so the menu and the answer spell them with the same tokens.
+ANSWER_SPANS = r'(?<=\[)[0-9]+(?=\])|(?<="choice":)[0-9]+|@[0-9./]+|\{"(?!choice")[a-z_]+":[^{}]*\}|[a-z]+(?:_[a-z]+)+'
 
 
 def small_tokenizer(qwen3_dir: str, dataset: str, vocab_size: int, split: str = "words"):

@@ -118,3 +118,6 @@ def test_sft_can_drop_the_reasoning_of_completions():
     spans = re.findall(train.ANSWER_SPANS, '  @0/2 (nest 0) params: {"order":[1,0]}\nloop_reorder:\n'
                                            '<answer>{"params":{"order":[1,0]},"site":"@0/2","strategy":"loop_reorder"}')
     assert spans == ["@0/2", '{"order":[1,0]}', "loop_reorder", '{"order":[1,0]}', "@0/2", "loop_reorder"]
+    # The choice form: an option's number is one piece in the menu ("[17]") and in the answer ({"choice":17}).
+    spans = re.findall(train.ANSWER_SPANS, ' params: [17] {"factor":4}\n  [3] @0/1 (x)\n<answer>{"choice":17}</answer>')
+    assert spans == ["17", '{"factor":4}', "3", "@0/1", "17"]
