@@ -68,6 +68,18 @@ std::optional<std::string> manifest_answer_format(const json& manifest) {
   return (*t)["answer_format"].get<std::string>();
 }
 
+// Adopts a manifest's setting (`value`, when it has one) for the run: every manifest of the run
+// must agree, else the flag decides.
+template <class T>
+void agree(std::optional<T>& agreed, const std::optional<T>& value, const std::string& manifest, const char* what,
+           const char* flag) {
+  if (!value) return;
+  if (agreed && *agreed != *value)
+    throw base::Error(base::ErrorKind::BadRequest, fmt::format("{}: its records' {} is {}, another manifest's {}: give {}",
+                                                               manifest, what, *value, *agreed, flag));
+  agreed = value;
+}
+
 // The eval split of a `generate` output (its manifest read by read_manifest): the distinct roots
 // of its eval records, in order.
 std::vector<leir::Program> eval_roots(const fs::path& manifest) {
@@ -206,25 +218,10 @@ RegisterCommand optimize_cmd{{"optimize", "optimize programs with an LLM (or a b
       for (const auto& in : o->inputs) {
         const bool manifest = fs::path(in).filename() == "manifest.json";
         const json m = manifest ? read_manifest(in) : json();
-        if (manifest && threads->count() == 0)
-          if (auto t = manifest_threads(m)) {
-            if (dataset_threads && *dataset_threads != *t)
-              throw base::Error(base::ErrorKind::BadRequest,
-                                fmt::format("{}: its records were timed with {} threads, another manifest's with "
-                                            "{}: give --threads",
-                                            in, *t, *dataset_threads));
-            dataset_threads = t;
-          }
+        if (manifest && threads->count() == 0) agree(dataset_threads, manifest_threads(m), in, "timing threads", "--threads");
         // A model trained on a dataset is asked in the form its records answer in.
         if (manifest && answer_format->count() == 0)
-          if (auto f = manifest_answer_format(m)) {
-            if (dataset_format && *dataset_format != *f)
-              throw base::Error(base::ErrorKind::BadRequest,
-                                fmt::format("{}: its records answer in the {} form, another manifest's in the {} "
-                                            "form: give --answer-format",
-                                            in, *f, *dataset_format));
-            dataset_format = f;
-          }
+          agree(dataset_format, manifest_answer_format(m), in, "answer format", "--answer-format");
         auto ps = manifest ? eval_roots(in) : onnx_import::read_programs_any(in);
         for (auto& p : ps) programs.push_back(std::move(p));
       }
