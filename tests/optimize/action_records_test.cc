@@ -5,6 +5,8 @@
 // the reward resolves it to the same step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "apps/dataset/dataset.h"
@@ -66,7 +68,12 @@ TEST(ChoiceRecords, AnswersNameANumberedOptionThatReplaysToTheRecordsResult) {
     const auto& step = parsed.steps.front();
     ASSERT_EQ(step.form, reward::AnswerStep::Form::Choice) << asst;
     const leir::Program parent = leir::program_from_text(rec["parent_program"].get<std::string>());
-    const auto options = menu_options(action_menu(parent));
+    const auto options = choice_options(parent);
+    // The loop schedule's strategies come first: the first option is a vectorization when the
+    // program has a loop to vectorize.
+    const auto menu = action_menu(parent);
+    if (std::any_of(menu.begin(), menu.end(), [](const MenuSite& m) { return m.strategy == "loop_vectorization"; }))
+      EXPECT_EQ(options.front().strategy, "loop_vectorization");
     // The prompt numbers exactly the options the reward resolves against, the last one last.
     EXPECT_NE(user.find(fmt::format("[{}] ", options.size())), std::string::npos);
     EXPECT_EQ(user.find(fmt::format("[{}] ", options.size() + 1)), std::string::npos);

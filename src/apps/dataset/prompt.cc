@@ -1,7 +1,9 @@
 #include "apps/dataset/prompt.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -79,9 +81,20 @@ std::vector<MenuSite> action_menu(const leir::Program& p) {
   return menu;
 }
 
-std::vector<MenuOption> menu_options(const std::vector<MenuSite>& menu) {
+std::vector<MenuSite> choice_menu(const leir::Program& p) {
+  static constexpr std::string_view kFirst[] = {"loop_vectorization", "loop_parallelization", "loop_unrolling",
+                                                 "loop_reorder"};
+  auto rank = [](const MenuSite& m) {
+    return size_t(std::find(std::begin(kFirst), std::end(kFirst), m.strategy) - std::begin(kFirst));
+  };
+  std::vector<MenuSite> menu = action_menu(p);
+  std::stable_sort(menu.begin(), menu.end(), [&](const MenuSite& a, const MenuSite& b) { return rank(a) < rank(b); });
+  return menu;
+}
+
+std::vector<MenuOption> choice_options(const leir::Program& p) {
   std::vector<MenuOption> out;
-  for (const auto& m : menu)
+  for (const auto& m : choice_menu(p))
     for (size_t k = 0; k < m.choices.size() && k < kChoicesNumbered; ++k)
       out.push_back({m.strategy, m.address, m.choices[k]});
   return out;
@@ -158,7 +171,7 @@ json prompt_messages(const json& rec, AnswerFormat f) {
   if (f != AnswerFormat::IR)
     user += std::string("Applicable strategies, their sites (handle and description) and parameter choices") +
             (f == AnswerFormat::Choice ? ", each option numbered in brackets" : "") + ":\n" +
-            menu_text(action_menu(program), f == AnswerFormat::Choice);
+            menu_text(f == AnswerFormat::Choice ? choice_menu(program) : action_menu(program), f == AnswerFormat::Choice);
   user += multi ? "Task: give several distinct valid single optimization steps, as a JSON list of " + shape + "."
                 : "Task: give one valid optimization step as JSON " + shape + ".";
   if (f == AnswerFormat::Action) user += " \"site\" is a handle from the list above.";
@@ -193,7 +206,7 @@ nlohmann::ordered_json choice_answer(const leir::Program& parent, const json& a)
   if (!s) throw std::logic_error("unknown strategy " + strategy);
   const auto address = strategies::address_of(s->sites(parent), a["site"]["index"].get<size_t>());
   const strategies::Params params = strategies::params_from_json(a["params"]);
-  const auto options = menu_options(action_menu(parent));
+  const auto options = choice_options(parent);
   for (size_t n = 0; n < options.size(); ++n)
     if (options[n].strategy == strategy && options[n].address == address && options[n].params == params)
       return {{"choice", n + 1}};

@@ -9,7 +9,8 @@
 // Choice: the same menu with every listed (site, parameters) option numbered, and the answer
 // {"choice": N} names option N — a small model need not copy a handle and a parameter object from
 // the menu into its answer, only a number; an option the menu does not number (a site's choices
-// beyond those listed) is answered in the action form, which every format accepts.
+// beyond those listed) is answered in the action form, which every format accepts. Its menu lists
+// the loop schedule's strategies first (choice_menu).
 #pragma once
 
 #include <string>
@@ -45,14 +46,20 @@ std::vector<MenuSite> action_menu(const leir::Program& p);
 // loop transpositions: 28 for 8 loops).
 inline constexpr size_t kChoicesShown = 6;
 inline constexpr size_t kChoicesNumbered = 28;
-// The numbered options of a menu (choice format): each site's first kChoicesNumbered parameter
-// choices, in menu order; option N of a prompt is element N - 1.
+// The choice format's menu: action_menu with the loop schedule's strategies first (vectorization,
+// parallelization, unrolling, then loop order), the rest in catalogue order after them. Those
+// apply to nearly every program and make most of the steps the tuned paths take, so their options
+// keep small numbers that mean the same kind of step from program to program; the sections whose
+// size varies most (splits, tilings, bindings, rewrites) come after them.
+std::vector<MenuSite> choice_menu(const leir::Program& p);
+// Its numbered options: each site's first kChoicesNumbered parameter choices, in menu order;
+// option N of a prompt is element N - 1.
 struct MenuOption {
   std::string strategy;
   strategies::SiteAddress address;
   strategies::Params params;
 };
-std::vector<MenuOption> menu_options(const std::vector<MenuSite>& menu);
+std::vector<MenuOption> choice_options(const leir::Program& p);
 
 // The [system, user] messages for a record's state: rec needs "parent_program" (LEIR text),
 // "steps_so_far" ([{"strategy", "params", "site" (handle, optional)}]) and "kind" ("single" |

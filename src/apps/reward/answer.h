@@ -14,7 +14,7 @@
 //     `generate --answer-format action` list them) with those parameters (omitted: the site's
 //     only parameter choice, or its first one); or
 //   * choice form: {"choice": N}: option N (from 1) of the menu the prompt numbers (`generate
-//     --answer-format choice`, apps/dataset/prompt.h menu_options); the reward resolves it
+//     --answer-format choice`, apps/dataset/prompt.h choice_options); the reward resolves it
 //     against the parent program into the action it names.
 // Parsing never throws: a bad answer is a result with `ok == false` and a reason.
 #pragma once

@@ -324,7 +324,7 @@ leir::Program apply_action(const leir::Program& parent, const std::string& name,
 }
 
 std::optional<AnswerStep> choice_action(const leir::Program& parent, const AnswerStep& step, size_t* options) {
-  const auto menu = dataset::menu_options(dataset::action_menu(parent));
+  const auto menu = dataset::choice_options(parent);
   if (options) *options = menu.size();
   if (!step.choice || *step.choice < 1 || size_t(*step.choice) > menu.size()) return std::nullopt;
   const dataset::MenuOption& o = menu[size_t(*step.choice) - 1];

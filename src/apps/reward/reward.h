@@ -128,7 +128,7 @@ struct ScoreOptions {
 };
 
 // A choice-form step as the action it names: option `step.choice` of the parent's menu
-// (apps/dataset/prompt.h menu_options), the option's handle and parameters; nullopt when the menu
+// (apps/dataset/prompt.h choice_options), the option's handle and parameters; nullopt when the menu
 // has no such option (`options` gets the menu's size).
 std::optional<AnswerStep> choice_action(const leir::Program& parent, const AnswerStep& step, size_t* options = nullptr);
 
