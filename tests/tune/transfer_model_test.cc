@@ -25,6 +25,7 @@
 #include "ir/leir/program_io.h"
 #include "search/tune/cost_model.h"
 #include "search/tune/database.h"
+#include "search/tune/schedule_rules.h"
 #include "search/tune/training_set.h"
 #include "search/tune/tuner.h"
 #include "tune/fake_runner.h"
@@ -145,6 +146,43 @@ TEST(PretrainedModel, ATuneRunRefusesAModelOfAnotherMachineKind) {
   auto r = tune(root, o);
   EXPECT_TRUE(r.history.front().learned);  // ranked by the pre-trained model from the first round
   EXPECT_TRUE(r.cost_model.contains("pretrained")) << r.cost_model.dump();
+}
+
+// The rule chains' programs come first in the first round: in their designed order without a
+// pre-trained model, in the order a pre-trained model ranks them with one (round 0 has no
+// measurement of the root's own, so the pre-trained model is the only learned ranking there).
+TEST(PretrainedModel, RanksTheFirstRoundsRuleChains) {
+  const fs::path dir = transfer_tmp("chains");
+  const leir::Program root = leir::program_from_text(
+      "input A: f64[16,32]\ninput W: f64[32,16]\noutput C: f64[16,16]\n"
+      "B^{16}_{tx=0}L^{16}_{a=0}L^{32}_{b=0}[C^{f64,g}_{tx,a}=C^{f64,g}_{tx,a}+A^{f64,g}_{tx,b}*W^{f64,g}_{b,a};];",
+      "mm.leir");
+  PretrainedModel::train(synthetic_groups(6, 8, 9, "w"), machine_kind(this_machine(0)), 1)
+      ->save((dir / "m.json").string());
+  testing::FakeRunner fake(root);
+  TuneOptions o;
+  o.trials = 24;
+  o.runner = &fake;
+  o.store_path = (dir / "base.sqlite").string();
+  const TuneResult base = tune(root, o);
+  std::vector<uint64_t> chain_ends;
+  for (const auto& chain : schedule_rule_chains(root, base.machine, o.search.max_depth)) {
+    const uint64_t h = leir::program_hash(chain.back().program);
+    if (std::find(chain_ends.begin(), chain_ends.end(), h) == chain_ends.end()) chain_ends.push_back(h);
+  }
+  ASSERT_GE(chain_ends.size(), 3u);
+  ASSERT_GE(base.history.size(), chain_ends.size());
+  for (size_t k = 0; k < chain_ends.size(); ++k) EXPECT_EQ(base.history[k].hash, chain_ends[k]) << "trial " << k;
+  o.cost_model = (dir / "m.json").string();
+  o.store_path = (dir / "cm.sqlite").string();
+  const TuneResult cm = tune(root, o);
+  std::vector<double> predicted;
+  for (size_t k = 0; k < chain_ends.size(); ++k) {
+    ASSERT_NE(std::find(chain_ends.begin(), chain_ends.end(), cm.history[k].hash), chain_ends.end()) << "trial " << k;
+    predicted.push_back(cm.history[k].predicted);
+  }
+  EXPECT_TRUE(std::is_sorted(predicted.rbegin(), predicted.rend()));  // best-ranked first
+  EXPECT_NE(predicted.front(), predicted.back());  // the model tells them apart: the order is its
 }
 
 // A record as `steptp generate` writes it (the fields the builder reads).

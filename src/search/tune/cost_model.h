@@ -99,6 +99,7 @@ class CostModel {
   // Predicted log2 speedup over the root (higher is better); with a pre-trained rank model, a score.
   std::vector<double> predict(const std::vector<Features>& x) const;
   bool learned() const { return booster_ != nullptr || pretrained_ != nullptr; }
+  bool pretrained() const { return pretrained_ != nullptr; }
 
   // The prior alone: -(log2 analytic estimate) (its feature), up to a constant per root.
   static double prior(const Features& x);

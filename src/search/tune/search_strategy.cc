@@ -121,8 +121,17 @@ std::vector<int> EvolutionarySearch::next_round(const CostModel& model, int limi
   pred = predict_all();
   std::vector<int> pool, chosen;
   int budget = std::min(limit, o_.per_round);
-  for (int r : rule_nodes_)  // the rule chains' programs first, once
-    if (int(chosen.size()) < budget && nodes_[size_t(r)].state == Node::State::Open) chosen.push_back(r);
+  // The rule chains' programs first, once: in their designed order, or as a pre-trained model
+  // (`--cost-model`) ranks them — it ranks held-out workloads' programs at τ ≈ 0.5 (docs/tune.md),
+  // where the analytic prior does not beat the designed order and the root's own model has no
+  // measurement yet.
+  std::vector<int> rules;
+  for (int r : rule_nodes_)
+    if (nodes_[size_t(r)].state == Node::State::Open) rules.push_back(r);
+  if (model.pretrained())
+    std::stable_sort(rules.begin(), rules.end(), [&](int a, int b) { return pred[size_t(a)] > pred[size_t(b)]; });
+  for (int r : rules)
+    if (int(chosen.size()) < budget) chosen.push_back(r);
   for (int i = 0; i < int(nodes_.size()); ++i)
     if (nodes_[size_t(i)].state == Node::State::Open && std::find(chosen.begin(), chosen.end(), i) == chosen.end())
       pool.push_back(i);
