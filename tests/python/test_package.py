@@ -48,7 +48,7 @@ def test_generate_and_load_with_datasets(tmp_path):
         "model", "--token-sample", 0, "--seed", 3, "--answer-format", "action")
     act = (tmp_path / "act" / "train.jsonl").read_bytes()
     assert act == (tmp_path / "cli-act" / "train.jsonl").read_bytes() and act != (out / "train.jsonl").read_bytes()
-    with pytest.raises(ValueError, match="answer format must be ir or action"):
+    with pytest.raises(ValueError, match="answer format must be ir, action or choice"):
         steptp.generate(tmp_path / "y", answer_format="prose")
     with pytest.raises(ValueError, match="unknown option 'colour'"):
         steptp.generate(tmp_path / "x", colour="blue")
