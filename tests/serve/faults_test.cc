@@ -89,7 +89,15 @@ TEST(Faults, FullQueueAnswers429WithRetryAfter) {
 TEST(Faults, SigtermFinishesInFlightRequests) {
   ServerProcess server(fault_server_args(1, 4));
   auto inflight = std::async(std::launch::async, [&] { return server.post("/v1/score", fault_request("hang")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // SIGTERM once the job runs: a queued job is answered 503 by design, and a fixed 500 ms wait
+  // lost that race on a loaded CI machine.
+  bool running = false;
+  for (int i = 0; i < 400 && !running; ++i) {
+    auto h = server.client()->Get("/health");
+    running = h && json::parse(h->body, nullptr, false).value("running", 0) >= 1;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(running) << "the hang never started";
   int rc = server.terminate();
   auto r = inflight.get();
   EXPECT_EQ(r.status, 200) << "the in-flight request was answered";
