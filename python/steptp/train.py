@@ -487,8 +487,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--vocab-size", type=int, default=2048, help="small tokenizer's vocabulary (default 2048)")
     t.add_argument("--split", choices=("words", "none", "spans"), default="words",
                    help="small tokenizer's pre-split: words (GPT-2's), none (merges cross spaces and punctuation: "
-                        "shorter records), spans (none, with site handles, parameter objects and strategy names "
-                        "kept apart, so prompt and answer share their tokens)")
+                        "shorter records), spans (none, with site handles, parameter objects, strategy names and "
+                        "menu option numbers kept apart, so prompt and answer share their tokens)")
     t.add_argument("--hidden-size", type=int, default=64)
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--heads", type=int, default=4)
