@@ -166,7 +166,7 @@ Judgement judge_step(const leir::Program& parent, uint64_t parent_hash, const An
     jg.on_progress(p);
   };
   progress(Stage::Valid);
-  StepProgram c = candidate_program(parent, step);
+  StepProgram c = candidate_program(parent, j.step);  // a choice already resolved: its menu is built once
   if (c.program && jg.admissible)
     if (std::string why = jg.admissible(*c.program); !why.empty()) {
       c.error = why;
