@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/analysis/affine.h"
 #include "lower/cpu/codegen.h"
 #include "ir/leir/program_io.h"
 #include "tune/fake_runner.h"
@@ -398,6 +399,47 @@ TEST(ScheduleRules, ATransposedWeightsCopyIsParallelVectorizedAndTiledAVectorWid
       EXPECT_NE(backend::cpu::generate_cpu_kernel(p, {}).code.find("#pragma omp simd"), std::string::npos);
     }
     EXPECT_GE(tiled_copies, 2) << lanes << " lanes";  // the register tilings and the vectorized accumulation
+  }
+}
+
+TEST(ScheduleRules, AProductOfATransposedCopyIsParallelOverTheColumnsTheCopysThreadsWrote) {
+  // The copy T[k, n] = W[n, k] is parallel over n; a register-tiled product parallel over its rows
+  // would have every thread read the half of T the other thread wrote (on every call), so it is
+  // parallel over its column blocks instead, outside the row loop (docs/tune.md, "Transposed
+  // weights"). Without a transposed copy (A @ W, W read by rows) the rows stay the parallel loop.
+  const leir::Program root = leir::program_from_text(
+      "input A: f32[32,96]\nparam W: f32[64,96]\noutput D: f32[32,64]\n"
+      "B^{32}_{tx=0}L^{64}_{a=0}L^{96}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*W^{f32,g}_{a,c};];",
+      "gemm_wt.leir");
+  const leir::Program plain = leir::program_from_text(
+      "input A: f32[32,96]\nparam W: f32[96,64]\noutput D: f32[32,64]\n"
+      "B^{32}_{tx=0}L^{64}_{a=0}L^{96}_{c=0}[D^{f32,g}_{tx,a}=D^{f32,g}_{tx,a}+A^{f32,g}_{tx,c}*W^{f32,g}_{c,a};];",
+      "gemm_w.leir");
+  auto register_tiled = [](const RuleChain& c) {
+    return std::any_of(c.begin(), c.end(), [](const RuleStep& s) { return s.step.strategy == "loop_unrolling"; });
+  };
+  for (const auto& chains : {chains_on_avx512(root), chains_on_avx2(root)}) {
+    int tiled = 0;
+    for (const auto& chain : chains) {
+      if (!register_tiled(chain)) continue;
+      ++tiled;
+      const leir::Program& p = chain.back().program;
+      ASSERT_EQ(p.body.size(), 2u);
+      const leir::Nest& product = p.body[1].nest;
+      const leir::Stmt& s = product.body[0].stmt;
+      ASSERT_EQ(product.loops[0].kind, leir::LoopKind::Parallel) << loop_kinds(p, 1);
+      EXPECT_EQ(product.loops[1].kind, leir::LoopKind::Bound) << loop_kinds(p, 1);
+      auto column = analysis::to_affine(s.lhs->args.back()), row = analysis::to_affine(s.lhs->args.front());
+      ASSERT_TRUE(column && row);
+      EXPECT_TRUE(column->uses(product.loops[0].var) && !row->uses(product.loops[0].var)) << loop_kinds(p, 1);
+      expect_replays_and_verifies(root, chain, 13);
+    }
+    EXPECT_GE(tiled, 2);
+  }
+  for (const auto& chain : chains_on_avx512(plain)) {
+    if (!register_tiled(chain)) continue;
+    const leir::Nest& product = chain.back().program.body[0].nest;
+    EXPECT_EQ(product.loops[0].kind, leir::LoopKind::Bound) << loop_kinds(chain.back().program, 0);
   }
 }
 
