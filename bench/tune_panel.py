@@ -161,6 +161,9 @@ class Panel:
         self.sgemm = "sgemm" not in a.skip and os.access(a.sgemm, os.X_OK)
         if "sgemm" not in a.skip and not self.sgemm:
             self.notes.append(f"OpenBLAS sgemm skipped: {a.sgemm} not found (build steptp_sgemm)")
+        self.pingpong = os.access(a.pingpong, os.X_OK)
+        if not self.pingpong:
+            self.notes.append(f"core ping-pong not recorded: {a.pingpong} not found (build steptp_core_pingpong)")
 
     # ---- phases -------------------------------------------------------------------------------
     def emit(self, label, name, hyper):
@@ -215,11 +218,24 @@ class Panel:
                 jobs.append(("sgemm", self.time_sgemm))
             if rnd % 2:
                 jobs.reverse()
+            self.record_pingpong(row)
             for what, fn in jobs:
                 try:
                     fn(row)
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
                     row.setdefault("timing_errors", []).append(f"round {rnd + 1} {what}: {e}")
+
+    def record_pingpong(self, row):
+        # Where the host has put the two CPUs when this row's round began (bench/baselines/
+        # core_pingpong.cc): a two-thread kernel whose threads exchange data runs up to 1.5x slower
+        # while they share no L3 (docs/tune.md, "The product parallel over the copy's columns").
+        if not self.pingpong:
+            return
+        try:
+            j, _ = run_json([self.a.pingpong], env=self.env)
+            row.setdefault("pingpong_ns", []).append(j["one_way_ns"])
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+            row.setdefault("timing_errors", []).append(f"core ping-pong: {e}")
 
     def time_steptp(self, row, rnd):
         # Naive and best each alone, in a process of its own, as every other contender is timed:
@@ -337,6 +353,7 @@ class Panel:
             "sgemm_over_ours": next((r["sgemm_over_ours"] for r in rows if "sgemm_over_ours" in r), None),
             "cost_model": mean_fields([r["ours"].get("cost_model") for r in rows if r.get("ours")]),
             "analytic_model": mean_fields([r["ours"].get("analytic_model") for r in rows if r.get("ours")]),
+            "pingpong": pingpong_summary(rows),
         }
         settings = {k: sorted(v) if isinstance(v, set) else v for k, v in vars(self.a).items()}
         result = {"settings": settings, "environment": environment(self.env),
@@ -345,6 +362,18 @@ class Panel:
             json.dump(result, f, indent=1)
         print_table(result)
         return result
+
+
+SHARED_L3_NS = 100  # one-way ping-pong below this: the two CPUs share an L3 (25-30 ns measured, else >= 150)
+
+
+def pingpong_summary(rows):
+    """How many of the row-rounds began with the two CPUs on one L3, and the latencies' range."""
+    ns = [x for r in rows for x in r.get("pingpong_ns", [])]
+    if not ns:
+        return None
+    return {"row_rounds": len(ns), "shared_l3": sum(x < SHARED_L3_NS for x in ns), "min_ns": min(ns),
+            "median_ns": statistics.median(ns), "max_ns": max(ns)}
 
 
 def mean_fields(dicts):
@@ -423,12 +452,18 @@ def print_table(res):
           + (f" ({sg['median_ms']['sgemm']:.4f} ms, {sg['sgemm_config']})" if sg else ""))
     for key, title in (("cost_model", "5. cost model (learned)"), ("analytic_model", "   analytic model")):
         print(f"{title}: " + (", ".join(f"{k} {v:.3f}" for k, v in s[key].items()) or "-"))
+    pp = s.get("pingpong")
+    if pp:
+        print(f"6. core ping-pong: {pp['shared_l3']} of {pp['row_rounds']} row-rounds began with the two CPUs on one "
+              f"L3 (< {SHARED_L3_NS} ns one way; {pp['min_ns']:.0f}-{pp['max_ns']:.0f} ns, median {pp['median_ns']:.0f})")
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steptp", default=os.path.join(ROOT, "build", "src", "steptp"))
     p.add_argument("--sgemm", default=os.path.join(ROOT, "build", "bench", "steptp_sgemm"))
+    p.add_argument("--pingpong", default=os.path.join(ROOT, "build", "bench", "steptp_core_pingpong"),
+                   help="the core ping-pong probe recorded beside each row's round (bench/baselines/core_pingpong.cc)")
     p.add_argument("--torch-eager", default=os.path.join(ROOT, "bench", "baselines", "torch_eager.py"))
     p.add_argument("--bench-python", default=os.path.join(ROOT, ".venv-bench", "bin", "python3"),
                    help="python3 of .venv-bench (MetaSchedule)")

@@ -2,7 +2,7 @@
 """Runs bench/tune_panel.py --quick (two small workloads, 4 trials, real steptp tune / bench,
 PyTorch eager, MetaSchedule and OpenBLAS calls) and checks that every comparison came out with
 plausible figures. Exit 77 (skipped) when steptp has no `tune` subcommand.
-usage: tune_panel_quick_test.py --steptp BIN --sgemm BIN"""
+usage: tune_panel_quick_test.py --steptp BIN --sgemm BIN --pingpong BIN"""
 import argparse
 import json
 import os
@@ -22,10 +22,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steptp", required=True)
     p.add_argument("--sgemm", required=True)
+    p.add_argument("--pingpong", required=True)
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="steptp-panel-test-") as out:
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune_panel.py"), "--quick", "--threads", "2",
-                            "--steptp", a.steptp, "--sgemm", a.sgemm, "--out", out], capture_output=True, text=True,
+                            "--steptp", a.steptp, "--sgemm", a.sgemm, "--pingpong", a.pingpong, "--out", out], capture_output=True, text=True,
                            check=False)
         print(r.stdout)
         print(r.stderr[-3000:], file=sys.stderr)
@@ -54,6 +55,11 @@ def main():
         if kept_root.get(label):
             check(m.get("naive") == m.get("best") and row.get("speedup_vs_naive") == 1.0, f"{label}: kept root {m}")
         check(row.get("ours", {}).get("trials") == 4, f"{label}: 4 tune trials expected")
+        # The probe ran before the row's timings in each round (tens to hundreds of nanoseconds on
+        # a quiet machine; no upper bound here: on a loaded CI machine each hand-off may wait for
+        # the scheduler).
+        pp = row.get("pingpong_ns", [])
+        check(len(pp) == 2 and all(x > 1 for x in pp), f"{label}: core ping-pong per round {pp}")
         if os.path.exists(os.path.join(ROOT, "bench", "baselines", "torch_eager.py")):
             check(m.get("torch", 0) > 0, f"{label}: no PyTorch eager time")
     gemm = rows["gemm_64"]
@@ -69,7 +75,8 @@ def main():
         print("note: .venv-bench absent (scripts/deps-bench.sh): MetaSchedule not exercised")
     s = res["summary"]
     check(s["geomean_vs_naive"] and s["geomean_vs_naive"] > 0, f"geomean {s['geomean_vs_naive']}")
-    for line in ("1. vs naive", "2. vs PyTorch eager", "3. vs MetaSchedule", "4. GEMM vs OpenBLAS sgemm", "5. cost model"):
+    for line in ("1. vs naive", "2. vs PyTorch eager", "3. vs MetaSchedule", "4. GEMM vs OpenBLAS sgemm", "5. cost model",
+                 "6. core ping-pong"):
         check(line in r.stdout, f"table lacks '{line}'")
     for f in failures:
         print("FAIL:", f)
