@@ -300,11 +300,11 @@ bool register_tile(ChainBuilder& b, size_t& item, const Machine& m, int64_t rows
   // whole, masked tail included, when rows x its vectors stay within the accumulator budget.
   const bool whole = col_extent % (lanes * vectors) != 0 &&
                      rows * ((col_extent + lanes - 1) / lanes) <= schedule_params(m).accumulators;
-  const auto& loops = b.program().body[item].nest.loops;
-  const size_t col_at = size_t(std::find_if(loops.begin(), loops.end(), [&](const leir::Loop& l) { return l.var == col; }) - loops.begin());
+  size_t col_at = 0;  // where the column loop is; after its split, the loop over column blocks
+  while (b.program().body[item].nest.loops[col_at].var != col) ++col_at;
   const std::string col_in = whole ? col : split_inner(b, item, col, lanes * vectors);
   if (col_in.empty()) return false;
-  // The loop over column blocks (none when the block is the columns whole).
+  // None when the block is the columns whole.
   const std::string col_out = col_in == col ? "" : b.program().body[item].nest.loops[col_at].var;
   const std::string row_in = split_inner(b, item, row, rows);
   if (row_in.empty()) return false;
@@ -316,8 +316,8 @@ bool register_tile(ChainBuilder& b, size_t& item, const Machine& m, int64_t rows
   // columns. Parallel over the rows, half the copy moves between the cores on every call; over the
   // column blocks, each thread reads the columns it wrote. On the panel's Gemm_ReLU_Divide
   // (2 threads, AVX-512 EPYC VM) 0.182 against 0.198 ms while the two vCPUs share an L3, and
-  // 0.247 against 0.288 ms while they do not (the host moves them; docs/tune.md "Transposed
-  // weights"). Only for an output of two loops besides the block's (rows and column blocks).
+  // 0.247 against 0.288 ms while they do not (the host moves them; docs/tune.md, "The product
+  // parallel over the copy's columns"). Only for an output of rows and column blocks alone.
   const bool by_columns = transposed && !col_out.empty() && target.size() == 2;
   if (by_columns) std::stable_partition(target.begin(), target.end(), [&](const std::string& v) { return v == col_out; });
   target.insert(target.end(), reductions.begin(), reductions.end());

@@ -13,7 +13,9 @@
 //    innermost other output loop that divides into blocks of `rows`, move every reduction loop between the
 //    block loops and the blocks (transpositions, one step each), unroll the rows, vectorize the
 //    columns; and parallelize an outer loop of every nest of the program whose loops all run on
-//    one core (a batch of one). The CPU lowering keeps such a rows x cols block of the output in
+//    one core (a batch of one). A product of a transposed copy (parallel over its columns) is
+//    made parallel over its column blocks instead of its rows, so each thread reads the part of
+//    the copy it wrote. The CPU lowering keeps such a rows x cols block of the output in
 //    registers over the reduction
 //    (lower/cpu/codegen.cc, register_block): a GEMM then runs at the speed of a hand-written
 //    micro-kernel. The block shapes, vector width and accumulator budget come from the machine
