@@ -58,15 +58,17 @@ std::string_view to_string(Exactness e) {
   return "?";
 }
 
-std::string params_to_json(const Params& p) {
+nlohmann::json params_json(const Params& p) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : p) {
     if (const auto* i = std::get_if<int64_t>(&v)) j[k] = *i;
     else if (const auto* s = std::get_if<std::string>(&v)) j[k] = *s;
     else j[k] = std::get<std::vector<int64_t>>(v);
   }
-  return j.dump();
+  return j;
 }
+
+std::string params_to_json(const Params& p) { return params_json(p).dump(); }
 
 void register_strategy(int index, std::unique_ptr<Strategy> s) {
   auto& r = registry();

@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "ir/leir/ast.h"
 
 namespace steptp::strategies {
@@ -25,7 +27,8 @@ std::string_view to_string(Exactness e);  // "exact", "reassoc", "algebraic"
 // printed sub-expression) or an integer list (permutation, tile sizes).
 using ParamValue = std::variant<int64_t, std::string, std::vector<int64_t>>;
 using Params = std::map<std::string, ParamValue>;  // ordered: deterministic printing
-std::string params_to_json(const Params& p);      // compact JSON object text, keys sorted
+nlohmann::json params_json(const Params& p);      // the parameters as a JSON object
+std::string params_to_json(const Params& p);      // its compact text, keys sorted
 
 // Where a strategy applies. `path` addresses the AST: indices into the top-level body, then into
 // nested bodies; its meaning beyond that (loop index, statement, sub-expression) is the

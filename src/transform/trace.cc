@@ -55,7 +55,7 @@ json step_to_json(const TraceStep& s) {
           {"site",
            {{"path", s.site.path}, {"detail", s.site.detail}, {"occurrence", s.site.occurrence},
             {"description", s.site_description}}},
-          {"params", json::parse(params_to_json(s.params))}};
+          {"params", params_json(s.params)}};
 }
 
 Params params_from_json(const json& j) {

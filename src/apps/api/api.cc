@@ -65,7 +65,7 @@ ApplyResult apply(ApplyRequest request) {
   }
   for (auto& c : candidates) {
     Applied a;
-    a.params = request.params ? *request.params : nlohmann::json::parse(strategies::params_to_json(c.params));
+    a.params = request.params ? *request.params : strategies::params_json(c.params);
     a.candidate = std::move(c);
     if (!request.verify) {
       out.results.push_back(std::move(a));

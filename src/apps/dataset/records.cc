@@ -25,8 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-json params_json(const strategies::Params& p) { return json::parse(strategies::params_to_json(p)); }
-
 // Loop-level dependence facts of top-level nest `index` of `p`.
 json loop_facts(const leir::Program& p, int index) {
   json loops = json::array();
@@ -77,7 +75,7 @@ json answer_json(const search::Transition& t, const analysis::ProgramFacts& pare
   json a = {{"strategy", t.strategy},
           {"site", {{"index", t.site_index}, {"path", t.site.path}, {"detail", t.site.detail},
                     {"description", t.site.description}, {"handle", site_handle(t.parent, t.strategy, size_t(t.site_index))}}},
-          {"params", params_json(t.params)},
+          {"params", strategies::params_json(t.params)},
           {"exactness", std::string(strategies::to_string(t.exactness))},
           {"result_program", leir::program_to_text(t.result)},
           {"result_hash", base::hex64(t.result_hash)},
@@ -114,7 +112,7 @@ void add_step_sites(json& steps, uint64_t hash, const std::vector<search::Transi
     const search::Transition* from = nullptr;
     for (auto [it, end] = producer.equal_range(hash); it != end && !from; ++it) {
       const auto& t = transitions[it->second];
-      if (t.depth == int(k) + 1 && t.strategy == steps[k]["strategy"] && params_json(t.params) == steps[k]["params"])
+      if (t.depth == int(k) + 1 && t.strategy == steps[k]["strategy"] && strategies::params_json(t.params) == steps[k]["params"])
         from = &t;
     }
     if (!from) return;
@@ -170,7 +168,7 @@ json records_from(const Root& r, const GenerateOptions& o, const std::vector<sea
                  {"target", o.target},
                  {"parent_speedup_vs_root", search::round_ratio(first.cost_root.value, first.cost_parent.value)}};
     for (const auto& st : first.steps_so_far)
-      base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", params_json(st.params)}});
+      base["steps_so_far"].push_back({{"strategy", st.strategy}, {"params", strategies::params_json(st.params)}});
     add_step_sites(base["steps_so_far"], leir::program_hash(first.parent), transitions, producer);
     if (!machine.is_null()) base["machine"] = machine;
     return base;

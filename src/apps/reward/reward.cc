@@ -286,7 +286,7 @@ leir::Program apply_picked(const leir::Program& parent, const std::string& name,
         if (space.empty()) return given ? std::nullopt : std::optional<strategies::Params>(strategies::Params{});
         if (!given) return space.front();
         for (const auto& p : space)
-          if (json::parse(strategies::params_to_json(p)).dump() == want) return p;
+          if (strategies::params_to_json(p) == want) return p;
         return std::nullopt;
       });
   if (auto* a = std::get_if<strategies::AppliedStep>(&r)) return std::move(a->candidate.program);
@@ -332,7 +332,7 @@ std::optional<AnswerStep> choice_action(const leir::Program& parent, const Answe
   a.form = AnswerStep::Form::Action;
   a.strategy = o.strategy;
   a.site_handle = strategies::to_handle(o.address);
-  a.params = json::parse(strategies::params_to_json(o.params));
+  a.params = strategies::params_json(o.params);
   return a;
 }
 
