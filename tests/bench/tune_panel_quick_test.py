@@ -26,8 +26,8 @@ def main():
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="steptp-panel-test-") as out:
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tune_panel.py"), "--quick", "--threads", "2",
-                            "--steptp", a.steptp, "--sgemm", a.sgemm, "--pingpong", a.pingpong, "--out", out], capture_output=True, text=True,
-                           check=False)
+                            "--steptp", a.steptp, "--sgemm", a.sgemm, "--pingpong", a.pingpong, "--out", out],
+                           capture_output=True, text=True, check=False)
         print(r.stdout)
         print(r.stderr[-3000:], file=sys.stderr)
         if r.returncode == 77:

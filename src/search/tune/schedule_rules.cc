@@ -138,17 +138,23 @@ std::function<bool(const Site&)> loop_site(const leir::Program& p, size_t item, 
   return [in_nest = nest_site(item), k](const Site& s) { return in_nest(s) && !s.detail.empty() && s.detail[0] == k; };
 }
 
+// The loops a split left: `inner` ("" on failure; the loop itself when it already had the
+// extent) and `outer` ("" when no split was made).
+struct SplitLoops {
+  std::string outer, inner;
+};
+
 // Splits loop `var` of nest `item` so that its inner loop has extent `inner` (the split loop's
-// variables are fresh, except a bound loop's axis on the outer loop). Returns the inner loop's
-// variable (`var` itself when the loop already has that extent), or "" on failure.
-std::string split_inner(ChainBuilder& b, size_t item, const std::string& var, int64_t inner) {
+// variables are fresh, except a bound loop's axis on the outer loop).
+SplitLoops split_inner(ChainBuilder& b, size_t item, const std::string& var, int64_t inner) {
   const auto& before = b.program().body[item].nest.loops;
   size_t k = 0;
   while (k < before.size() && before[k].var != var) ++k;
-  if (k == before.size() || before[k].extent % inner != 0) return "";
-  if (before[k].extent == inner) return var;
-  if (!b.step("loop_split", loop_site(b.program(), item, var), Params{{"factor", before[k].extent / inner}})) return "";
-  return b.program().body[item].nest.loops[k + 1].var;
+  if (k == before.size() || before[k].extent % inner != 0) return {};
+  if (before[k].extent == inner) return {"", var};
+  if (!b.step("loop_split", loop_site(b.program(), item, var), Params{{"factor", before[k].extent / inner}})) return {};
+  const auto& after = b.program().body[item].nest.loops;
+  return {after[k].var, after[k + 1].var};
 }
 
 // Brings the loops of nest `item` into the order `target` (variables), one transposition per step.
@@ -300,13 +306,11 @@ bool register_tile(ChainBuilder& b, size_t& item, const Machine& m, int64_t rows
   // whole, masked tail included, when rows x its vectors stay within the accumulator budget.
   const bool whole = col_extent % (lanes * vectors) != 0 &&
                      rows * ((col_extent + lanes - 1) / lanes) <= schedule_params(m).accumulators;
-  size_t col_at = 0;  // where the column loop is; after its split, the loop over column blocks
-  while (b.program().body[item].nest.loops[col_at].var != col) ++col_at;
-  const std::string col_in = whole ? col : split_inner(b, item, col, lanes * vectors);
+  // The loop over column blocks (none when the block is the columns whole) and the block's columns.
+  const SplitLoops cols = whole ? SplitLoops{"", col} : split_inner(b, item, col, lanes * vectors);
+  const std::string &col_out = cols.outer, &col_in = cols.inner;
   if (col_in.empty()) return false;
-  // None when the block is the columns whole.
-  const std::string col_out = col_in == col ? "" : b.program().body[item].nest.loops[col_at].var;
-  const std::string row_in = split_inner(b, item, row, rows);
+  const std::string row_in = split_inner(b, item, row, rows).inner;
   if (row_in.empty()) return false;
   std::vector<std::string> target;
   for (const auto& l : b.program().body[item].nest.loops)
